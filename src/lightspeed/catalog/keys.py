@@ -39,7 +39,7 @@ ACCELERATOR: Final[dict[str, Schema]] = {
         {"l2_cache": "bytes", "boost_clock": "hertz"},
     ),
     "device_memory": (FIGURE, {"reported": "bytes"}),
-    "power": (FIGURE, {"tdp": "watts", "tdp_min": "watts", "limit": "watts"}),
+    "power": (("includes_cpu", *FIGURE), {"tdp": "watts", "tdp_min": "watts", "limit": "watts"}),
     "scale_up": (("link", "num_links", *FIGURE), {}),
     "host_link": (("link", "num_links", *FIGURE), {}),
 }

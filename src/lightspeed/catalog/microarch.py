@@ -296,7 +296,17 @@ def _assumptions(
     if isa.name.startswith("avx512") and microarchitecture.avx512_clock_note:
         notes.append(microarchitecture.avx512_clock_note)
     if bf16 is None:
-        notes.append("no BF16 FMA path in the ISA: no BF16 peak")
+        notes.append(_no_bf16_note(microarchitecture))
     elif bf16.note:
         notes.append(f"BF16 via {bf16.name}: {bf16.note}")
     return tuple(notes)
+
+
+def _no_bf16_note(microarchitecture: Microarchitecture) -> str:
+    """Why there is no BF16 peak: the table lists no BF16 rate, or the CPU's flags lack every listed path.
+
+    The absence of a rate in the table says nothing about the ISA (Neoverse V1 and V2 have BFMMLA)."""
+    if not microarchitecture.bf16_paths:
+        return f"the table has no BF16 rate for {microarchitecture.display_name}: no BF16 peak"
+    paths = ", ".join(path.name for path in microarchitecture.bf16_paths)
+    return f"the CPU flags show none of the table's BF16 paths ({paths}): no BF16 peak"

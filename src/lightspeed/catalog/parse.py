@@ -396,6 +396,7 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
     """An accelerator record."""
     fields = Fields(path, data)
     sources = parse_sources(fields)
+    _check_has_compute(fields)
     memory = _required_table(fields, "memory")
     power = fields.table("power", required=False)
     chip = fields.table("chip", required=False)
@@ -436,6 +437,7 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         tdp_w=power.optional_quantity("tdp", "watts") if power else None,
         tdp_min_w=power.optional_quantity("tdp_min", "watts") if power else None,
         power_limit_w=power.optional_quantity("limit", "watts") if power else None,
+        tdp_includes_cpu=power.boolean("includes_cpu", False) if power else False,
         memory_reported_bytes=reported,
         memory_reported_source=reported_source,
         power_source=power.check_source("source", sources) if power else "",
@@ -448,6 +450,18 @@ def parse_accelerator(path: str, data: Mapping[str, Any], links: Mapping[str, Li
         num_logical_devices=chip.integer("num_logical_devices", 1, minimum=1) if chip else 1,
         chip_source=chip_source,
     )
+
+
+def _check_has_compute(fields: Fields) -> None:
+    """An accelerator needs at least one compute row: every SOL divides by one."""
+    if not fields.tables("compute"):
+        raise DataFileError(
+            fields.path,
+            f"record {normalize_name(fields.string('name'))!r} has no compute figure",
+            field="compute",
+            fix=f"add at least one [compute.<row>] table (a row of {', '.join(COMPUTE_ROWS)}) with "
+            "printed_<unit>, printed_with_sparsity and source",
+        )
 
 
 def _check_memory(path: str, nominal: float, usable: float | None, reported: float | None) -> None:
@@ -468,15 +482,37 @@ def _check_memory(path: str, nominal: float, usable: float | None, reported: flo
 
 
 def _check_power_range(power: Fields) -> None:
-    """``tdp_min`` is the bottom of the TDP range: not above ``tdp``."""
+    """``tdp_min`` is the bottom of the TDP range and ``limit`` a configured cap: neither above ``tdp``."""
     tdp = power.optional_quantity("tdp", "watts")
     tdp_min = power.optional_quantity("tdp_min", "watts")
+    limit = power.optional_quantity("limit", "watts")
     if tdp is not None and tdp_min is not None and tdp_min > tdp:
         raise DataFileError(
             power.path,
             f"tdp_min ({tdp_min:,.0f} W) is above tdp ({tdp:,.0f} W)",
             field=f"{power.prefix}tdp_min",
             fix="tdp is the top of the range and tdp_min its bottom: swap them",
+        )
+    if tdp is not None and limit is not None and limit > tdp:
+        raise DataFileError(
+            power.path,
+            f"the power limit ({limit:,.0f} W) is above tdp ({tdp:,.0f} W)",
+            field=f"{power.prefix}limit",
+            fix="limit is a configured cap at or below the TDP (nvidia-smi -pl): lower it, or raise tdp "
+            "if the part's own TDP is higher",
+        )
+
+
+def _check_system_power(power: Fields) -> None:
+    """A system's ``min`` power (the bottom of a printed range) is not above its ``max``."""
+    most = power.optional_quantity("max", "watts")
+    least = power.optional_quantity("min", "watts")
+    if most is not None and least is not None and least > most:
+        raise DataFileError(
+            power.path,
+            f"the minimum system power ({least / 1e3:,.3g} kW) is above the maximum ({most / 1e3:,.3g} kW)",
+            field=f"{power.prefix}min",
+            fix="max is the top of the printed range and min its bottom: swap them",
         )
 
 
@@ -533,6 +569,10 @@ def parse_system(
     cpu: Cpu | None = _resolve(fields, "cpu", cpus) if fields.has("cpu") else None
     scale_up = _required_table(fields, "scale_up")
     power = fields.table("power", required=False)
+    if power is not None:
+        _check_system_power(power)
+    num_accelerators = fields.integer("num_accelerators", minimum=1)
+    _check_domain_size(scale_up, num_accelerators)
     scale_out = parse_attachment(fields.table("scale_out", required=False), links, sources, "nics_per_node")
     if scale_out is not None and not scale_out.link.is_scale_out:
         raise DataFileError(
@@ -549,9 +589,9 @@ def parse_system(
         aliases=_aliases(fields),
         system_type=fields.string("system_type"),
         accelerator=accelerator,
-        num_accelerators=fields.integer("num_accelerators", minimum=1),
+        num_accelerators=num_accelerators,
         cpu=cpu,
-        num_cpus=fields.integer("num_cpus", 0),
+        num_cpus=_num_cpus(fields, cpu),
         scale_up_domain_size=scale_up.integer("domain_size", minimum=1),
         in_network_reduction=scale_up.boolean("in_network_reduction", False),
         scale_out=scale_out,
@@ -567,6 +607,39 @@ def parse_system(
         cloud_provider=fields.string("cloud_provider", ""),
         **_node(fields, sources),
         **_torus(scale_up),
+    )
+
+
+def _num_cpus(fields: Fields, cpu: Cpu | None) -> int:
+    """How many host CPUs: required (at least 1) when ``cpu`` names one, else 0 by default."""
+    if cpu is None:
+        return fields.integer("num_cpus", 0)
+    if not fields.has("num_cpus"):
+        raise DataFileError(
+            fields.path,
+            "num_cpus is required when cpu is given",
+            field="num_cpus",
+            fix=f"write num_cpus = <sockets per system> (2 in an HGX node) beside cpu = {cpu.name!r}, "
+            "or drop cpu",
+        )
+    return fields.integer("num_cpus", minimum=1)
+
+
+def _check_domain_size(scale_up: Fields, num_accelerators: int) -> None:
+    """A scale-up domain lies inside one system record: at most its accelerators, and a divisor of
+    them (a larger fabric is one rack or pod record; the network between records is scale-out)."""
+    size = scale_up.integer("domain_size", minimum=1)
+    if size <= num_accelerators and num_accelerators % size == 0:
+        return
+    problem = "is larger than" if size > num_accelerators else "does not divide"
+    raise DataFileError(
+        scale_up.path,
+        f"the scale-up domain ({size} accelerators) {problem} the system's {num_accelerators} accelerators",
+        field=f"{scale_up.prefix}domain_size",
+        value=size,
+        fix=f"domain_size counts the accelerators one NVLink/xGMI/ICI fabric joins inside this record: "
+        f"{num_accelerators} or a divisor of it; a fabric spanning several nodes is one "
+        'system_type = "rack" record holding all its accelerators (gb200-nvl72: 72 and 72)',
     )
 
 

@@ -31,8 +31,10 @@ from lightspeed.paths import lightspeed_cache
 LOG = logging.getLogger(__name__)
 # bumped when the parsed records change shape or meaning (3: System.spec_name,
 # Accelerator.memory_reported_source, aliases each once; 4: per-device ceilings and the sparse/dense
-# ratio refuse figures that older code accepted), so older code's entries are never read
-FORMAT_VERSION: Final = 4
+# ratio refuse figures that older code accepted; 5: the scale-up domain, num_cpus, the power limit
+# and range and the compute rows are checked, and Accelerator.tdp_includes_cpu), so older code's
+# entries are never read
+FORMAT_VERSION: Final = 5
 SWITCH_VARIABLE: Final = "LIGHTSPEED_CATALOG_CACHE"
 _UNREADABLE: Final = (
     OSError,

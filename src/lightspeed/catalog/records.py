@@ -138,6 +138,8 @@ class Accelerator(Record):
     package (2 for an MI250X: each GCD appears with half the figures).
     ``power_limit_w`` is a configured cap below the TDP (``nvidia-smi -pl``):
     compute then sustains :attr:`clock_fraction` of its rated clock.
+    ``tdp_includes_cpu`` marks a TDP that covers the package's own CPU too (a GH200
+    superchip module, a GB10): a system's power then does not add that CPU's TDP again.
     """
 
     name: str
@@ -170,6 +172,7 @@ class Accelerator(Record):
     power_limit_w: float | None = None
     memory_reported_bytes: float | None = None
     memory_reported_source: str = ""
+    tdp_includes_cpu: bool = False
 
     @property
     def memory_device_bytes(self) -> float:

@@ -16,6 +16,7 @@ from lightspeed.catalog.cards import (
     PCIE_SERVER_NIC_LINK,
     assumed_nics,
     has_assumed_nics,
+    is_pcie_card,
     pcie_server,
     pcie_servers,
 )
@@ -43,7 +44,7 @@ from lightspeed.catalog.parsed_cache import cached
 from lightspeed.catalog.records import Accelerator, Cluster, Cpu, Link, System
 from lightspeed.catalog.torus import describe_torus, slice_name, slice_topology
 from lightspeed.datafile import Fields, expand_paths, load_toml, normalize_name
-from lightspeed.errors import DataFileError, InvalidPlanError
+from lightspeed.errors import DataFileError, InvalidPlanError, UnknownNameError
 from lightspeed.limits import MAX_ACCELERATORS, check_kind, check_whole
 
 T = TypeVar("T", Accelerator, Cpu, Link, System)
@@ -96,8 +97,27 @@ class Catalog:
         return _lookup(self.links, name, "link")
 
     def system(self, name: str) -> System:
-        """The node or rack called ``name``."""
+        """The node or rack called ``name``; an accelerator's name is refused naming the systems
+        built from it (``h100-sxm``: ``dgx-h100`` ...)."""
+        if _find(self.systems, name) is None and (accelerator := _find(self.accelerators, name)) is not None:
+            raise self._not_a_system(accelerator, None)
         return _lookup(self.systems, name, "system")
+
+    def _not_a_system(self, accelerator: Accelerator, count: int | None) -> UnknownNameError:
+        """The error for accelerator ``accelerator`` named where a system belongs, ``count`` of them
+        where a spec counted them (``16xh100-sxm``): the spelling that names them instead."""
+        built = self.systems_built_from(accelerator.name)
+        if count is not None and built:
+            fix = _whole_systems(built[0], count)
+        elif count is not None and is_pcie_card(accelerator):
+            fix = f"for {count} of them write {self._pcie_cluster(accelerator, count).spec}"
+        else:
+            fix = _systems_listed(accelerator, built)
+        others = [system.name for system in built[1:]]
+        also = f"; other systems built from it: {', '.join(others)}" if count is not None and others else ""
+        error = UnknownNameError("system", accelerator.name, [system.name for system in built])
+        error.args = (f"{accelerator.name} is an accelerator, not a system: {fix}{also}",)
+        return error
 
     def find_system(self, name: str) -> System | None:
         """The node or rack called ``name`` (name or alias), or ``None``: a probe that costs no
@@ -188,12 +208,25 @@ class Catalog:
         """A cluster from a spec string such as ``9xdgx-h100@ib-ndr:1nic``.
 
         Syntax: ``[<nodes>x]<system>[@<link>][:<nics per accelerator>nic]``
-        (see :mod:`lightspeed.catalog.clusters`).
+        (see :mod:`lightspeed.catalog.clusters`). A count of an accelerator (``16xh100-sxm``) is
+        refused with the spec that holds that many (``2xdgx-h100``).
 
         >>> load_catalog().parse_cluster("9xdgx-h100@ib-ndr:1nic").num_accelerators
         72
         """
+        self._refuse_counted_accelerator(text)
         return parse_spec(text, system_lookup=self.spec_system, link_lookup=self.link)
+
+    def _refuse_counted_accelerator(self, text: str) -> None:
+        """Refuse a spec whose nodes count an accelerator (``3xl40s``, ``73xgb200@ib-ndr``)."""
+        head = re.split(r"[@:]", "".join(text.split()).lower(), maxsplit=1)[0]
+        part = _PART.fullmatch(head)
+        counted = part is not None and 1 <= int(part["count"]) <= MAX_ACCELERATORS
+        if part is None or not counted or _find(self.systems, part["name"]) is not None:
+            return
+        accelerator = _find(self.accelerators, part["name"])
+        if accelerator is not None:
+            raise self._not_a_system(accelerator, int(part["count"]))
 
     def spec_system(self, name: str) -> System:
         """The system a cluster spec names: a system, or what :attr:`Cluster.spec` writes for part of
@@ -214,6 +247,8 @@ class Catalog:
             if (system := _find(self.systems, whole)) is not None and takes_part_of_domain(system):
                 return self._one_domain(name, system, count, None)
             if (system is None) and (accelerator := _find(self.accelerators, whole)) is not None:
+                if not is_pcie_card(accelerator):
+                    raise self._not_a_system(accelerator, count)
                 return pcie_server(accelerator, count)
         return self.system(name)
 
@@ -327,8 +362,12 @@ class Catalog:
                 f"{accelerator.name} is one GPU; for {num_accelerators} GPUs name a system "
                 f"(e.g. {built[0].name})"
             )
-        server, servers = pcie_servers(accelerator, num_accelerators, self.link(PCIE_SERVER_NIC_LINK))
-        if servers > 1:
+        return self._pcie_cluster(accelerator, num_accelerators, log=True)
+
+    def _pcie_cluster(self, accelerator: Accelerator, num_cards: int, *, log: bool = False) -> Cluster:
+        """``num_cards`` PCIe cards in servers of up to eight, joined by the NICs assumed for them."""
+        server, servers = pcie_servers(accelerator, num_cards, self.link(PCIE_SERVER_NIC_LINK))
+        if log and servers > 1:
             logger.info("%s", assumed_nics(server))
         return build_cluster(server, num_nodes=servers)
 
@@ -343,6 +382,31 @@ class Catalog:
             )
         system, nodes = spread_over_domains(self.system(system_name), chips, slice_topology(text))
         return build_cluster(system, num_nodes=nodes)
+
+
+def _systems_listed(accelerator: Accelerator, built: list[System]) -> str:
+    """Name the systems built from ``accelerator`` (with their sizes), or say how to add one."""
+    if built:
+        listed = ", ".join(f"{system.name} ({system.num_accelerators})" for system in built)
+        return f"name a system built from it: {listed}"
+    if is_pcie_card(accelerator):
+        return (
+            f"no catalog system is built from it; name it as the device ({accelerator.name} with --gpus), "
+            f"a server of its cards in a cluster spec (1x8x{accelerator.name}), "
+            "or add a system with --catalog"
+        )
+    return "no catalog system is built from it; add one with --catalog (a system TOML naming its links)"
+
+
+def _whole_systems(system: System, count: int) -> str:
+    """The spec that holds ``count`` accelerators of ``system``: part of one rack or pod
+    (``1x64xgb200-nvl72``), else the fewest whole systems (``2xdgx-h100``)."""
+    size = system.num_accelerators
+    if takes_part_of_domain(system) and count < size:
+        return f"for {count} of them write 1x{count}x{system.name} ({count} of one {system.name}'s {size})"
+    nodes = nodes_for(system, count)
+    held = "" if nodes * size == count else f" = {nodes * size}, the fewest whole ones that hold {count}"
+    return f"for {count} of them write {nodes}x{system.name} ({nodes} x {size} accelerators{held})"
 
 
 def _num_nodes(system: System, num_nodes: int | None, num_accelerators: int | None) -> int:

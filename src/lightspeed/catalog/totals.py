@@ -211,9 +211,11 @@ def _cpu_values(system: System, accelerator_memory_bytes: float) -> dict[str, fl
 
 
 def _component_power_w(system: System) -> float | None:
+    """Accelerator TDP x count, plus CPU TDP x count unless the accelerator's TDP already covers its
+    CPU (a GH200 module's 1,000 W is Grace, Hopper and their memory)."""
     if system.accelerator.tdp_w is None:
         return None
     power = system.num_accelerators * system.accelerator.tdp_w
-    if system.cpu is not None and system.cpu.tdp_w is not None:
+    if system.cpu is not None and system.cpu.tdp_w is not None and not system.accelerator.tdp_includes_cpu:
         power += system.num_cpus * system.cpu.tdp_w
     return power

@@ -207,13 +207,22 @@ def render_hardware_comparison(comparison: Comparison, console: Console | None =
 
 
 def _label_cells(values: Sequence[str]) -> list[str]:
-    """Each label, and after each later one whether it is the first's (``HBM3e`` is ``HBM3E``)."""
+    """Each label, and after each later one whether it is the first's (``HBM3e`` is ``HBM3E``).
+
+    A missing label (a TPU has no host link) shows ``-`` and so does its comparison, as a
+    missing number does."""
     cells = []
     for index, value in enumerate(values):
-        cells.append(escape(value))
+        cells.append(escape(value) if value else "-")
         if index > 0:
-            cells.append("same" if value.casefold() == values[0].casefold() else "differs")
+            cells.append(_label_versus(value, values[0]))
     return cells
+
+
+def _label_versus(value: str, first: str) -> str:
+    if not value or not first:
+        return "-"
+    return "same" if value.casefold() == first.casefold() else "differs"
 
 
 def render_hardware_description(description: Description, console: Console | None = None) -> None:
@@ -429,7 +438,8 @@ def _peak(peak: CpuPeak | None, console: Console, assumptions: Sequence[str] | N
         for assumption in assumptions or ("microarchitecture not in the table",):
             console.print(f"  {escape(assumption)}", highlight=False)
         return
-    bf16 = format_figure(peak.bf16_flop_per_s, "FLOP/s") if peak.bf16_flop_per_s else "no BF16 path"
+    no_bf16 = "- (see the assumptions below)"
+    bf16 = format_figure(peak.bf16_flop_per_s, "FLOP/s") if peak.bf16_flop_per_s else no_bf16
     console.print(
         f"  derived peak: FP64 {format_figure(peak.fp64_flop_per_s, 'FLOP/s')}, "
         f"FP32 {format_figure(peak.fp32_flop_per_s, 'FLOP/s')}, BF16 {bf16}",

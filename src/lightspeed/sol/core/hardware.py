@@ -230,7 +230,7 @@ def hardware_for(
     if row not in accelerator.compute:
         raise UnsupportedError(
             f"{accelerator.name} has no {row} compute figure "
-            f"(it has {', '.join(sorted(accelerator.compute))}); "
+            f"(it has {', '.join(sorted(accelerator.compute)) or 'none'}); "
             "choose another precision"
         )
     model = efficiency or default_efficiency(accelerator.family)
