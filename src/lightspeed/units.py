@@ -483,20 +483,28 @@ def _shown_number(text: str) -> float:
 # Units whose smaller value is better (durations, energies); a rate (``.../s``) is better higher
 LOWER_IS_BETTER_UNITS: Final = ("s", "ms", "us", "ns", "min", "h", "J", "kJ", "MJ", "Wh", "kWh")
 HIGHER_IS_BETTER_UNIT_SUFFIX: Final = "/s"
+UNIT_PER: Final = "/"  # ``NUMERATOR/DENOMINATOR``: ``ms/token``, ``J/token``, ``B/s``
 
 
 def unit_direction(unit: str) -> bool | None:
     """``lower_is_better`` as the unit alone decides it: ``True`` for durations and energies
-    (:data:`LOWER_IS_BETTER_UNITS`), ``False`` for rates (``.../s``), ``None`` for any other unit
-    (a count of findings is better lower, a count of tokens higher: the unit cannot say).
+    (:data:`LOWER_IS_BETTER_UNITS`) and for a duration or energy per unit of work (``ms/token``,
+    ``s/step``, ``ns/op``, ``J/token``: a latency or a cost per item), ``False`` for rates
+    (``.../s``), ``None`` for any other unit (a count of findings is better lower, a count of
+    tokens higher, a price per hour lower: the unit cannot say).
 
     >>> unit_direction("s"), unit_direction("FLOP/s"), unit_direction("count")
     (True, False, None)
+    >>> unit_direction("ms/token"), unit_direction("J/token"), unit_direction("tokens/J")
+    (True, True, None)
     """
     if unit in LOWER_IS_BETTER_UNITS:
         return True
     if unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX):
         return False
+    numerator, per, _denominator = unit.partition(UNIT_PER)
+    if per and numerator.strip() in LOWER_IS_BETTER_UNITS:
+        return True
     return None
 
 

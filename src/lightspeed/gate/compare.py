@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
 
@@ -44,14 +44,17 @@ from lightspeed.errors import UserInputError
 from lightspeed.limits import check_kind, check_number, check_whole
 from lightspeed.records import Record
 from lightspeed.stats import Alternative, mann_whitney_u
-from lightspeed.units import HIGHER_IS_BETTER_UNIT_SUFFIX, LOWER_IS_BETTER_UNITS
+from lightspeed.units import unit_direction
 
 Verdict = Literal["regression", "improvement", "unchanged", "not significant", "too few samples"]
+TOO_FEW_SAMPLES: Final = "too few samples"  # the verdict of a metric the gate could not judge
 # What the threshold and the interval measure: the median's relative change, or its change in the
 # metric's unit when the baseline median is 0 (a relative change from 0 is undefined).
 ChangeBasis = Literal["relative", "absolute"]
 
 DEFAULT_THRESHOLD_FRACTION: Final = 0.05
+# A move "more than the threshold" must exceed it by more than float rounding (relative to it)
+THRESHOLD_RELATIVE_TOLERANCE: Final = 1e-9
 DEFAULT_ALPHA: Final = 0.05
 DEFAULT_NUM_RESAMPLES: Final = 2000
 # The fields of an environment fingerprint the gate compares: (key, what it is, hardware?).
@@ -188,9 +191,10 @@ class GateResult(Record):
     ``skipped_metrics`` lists the metrics of one side only; ``missing_from_current`` and
     ``missing_from_baseline`` split them by the side that lacks them; ``num_missing`` counts
     those missing from the current run that fail the gate (none with ``allow_missing`` or
-    with metrics named explicitly). ``notes`` are the
-    warnings a reader must see (environments that differ, directions assumed, metrics
-    missing).
+    with metrics named explicitly). ``num_not_judged`` counts the metrics whose samples were too
+    few to reach significance (verdict ``too few samples``): they do not fail the gate, but
+    nothing was judged, so each has a note. ``notes`` are the warnings a reader must see
+    (environments that differ, directions assumed, metrics not judged, metrics missing).
     """
 
     baseline_source: str
@@ -206,6 +210,7 @@ class GateResult(Record):
     passed: bool = True
     environment_differences: tuple[EnvironmentDifference, ...] = ()
     notes: tuple[str, ...] = ()
+    num_not_judged: int = 0
 
 
 def bootstrap_median_change(
@@ -339,19 +344,20 @@ def _check_series(samples: MetricSamples, role: str, num_warmup: int) -> np.ndar
     return measured
 
 
-# Units whose values cannot be negative, besides durations and energies (LOWER_IS_BETTER_UNITS) and
-# rates (".../s"): sizes in bytes.
+# Units whose values cannot be negative, besides those whose unit decides the direction (durations,
+# energies, their quotients per unit of work, rates: unit_direction): sizes in bytes.
 _BYTE_UNITS: Final = ("B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB", "bytes")
 
 
 def is_non_negative_unit(unit: str) -> bool:
-    """Whether a measurement in ``unit`` is 0 or more: a duration or energy, a size in bytes or a
-    rate (``.../s``). A unitless value (``1``, ``ratio``, a count of a change) may be negative.
+    """Whether a measurement in ``unit`` is 0 or more: a duration or energy (also per unit of work,
+    ``ms/token``), a size in bytes or a rate (``.../s``). A unitless value (``1``, ``ratio``, a
+    count of a change) may be negative.
 
     >>> is_non_negative_unit("ms"), is_non_negative_unit("GB/s"), is_non_negative_unit("1")
     (True, True, False)
     """
-    return unit in LOWER_IS_BETTER_UNITS or unit in _BYTE_UNITS or unit.endswith(HIGHER_IS_BETTER_UNIT_SUFFIX)
+    return unit in _BYTE_UNITS or unit_direction(unit) is not None
 
 
 # No measured quantity in base SI comes near these (FLOP totals of training runs are ~1e27,
@@ -514,7 +520,7 @@ def _decide(
     worse_low, worse_high = sorted((sign * change.interval[0], sign * change.interval[1]))
     if change.basis == "absolute" and change.absolute == 0.0:
         return "unchanged", f"median stayed at 0 {change.unit}"
-    if change.basis == "relative" and abs(worse_moved) <= threshold_fraction:
+    if change.basis == "relative" and _within_threshold(worse_moved, threshold_fraction):
         return (
             "unchanged",
             f"median moved {change.moved_text()}, within the {threshold_fraction:.1%} threshold",
@@ -537,6 +543,17 @@ def _decide(
     return verdict, (
         f"median {change.moved_text(direction)}{beyond}: p={p_value:.3g}, {change.interval_text()}"
     )
+
+
+def _within_threshold(moved_fraction: float, threshold_fraction: float) -> bool:
+    """Whether a relative move is not *more* than the threshold, up to float rounding: 1.0 -> 1.05
+    computes as +5.0000000000000044%, and a move of exactly the threshold must read the same
+    whatever the magnitudes (1.0 -> 1.05 as 100 -> 105).
+
+    >>> _within_threshold(1.05 / 1.0 - 1.0, 0.05), _within_threshold(0.0501, 0.05)
+    (True, False)
+    """
+    return abs(moved_fraction) <= threshold_fraction * (1.0 + THRESHOLD_RELATIVE_TOLERANCE)
 
 
 def _check_compatible(baseline: MetricSamples, current: MetricSamples) -> tuple[bool, bool]:
@@ -606,13 +623,7 @@ def compare_runs(
     metrics = [renamed.get(name, name) for name in metrics]
     shared = [name for name in base_by_name if name in cur_by_name]
     if metrics:
-        for name in metrics:
-            for role, table in (("baseline", base_by_name), ("current", cur_by_name)):
-                if name not in table:
-                    raise UserInputError(
-                        f"metric {name!r} is not in the {role} run; it has: {', '.join(sorted(table))}"
-                    )
-        selected = list(dict.fromkeys(metrics))
+        selected = list(dict.fromkeys(_named_series(name, base_by_name, cur_by_name) for name in metrics))
     elif not shared:
         raise UserInputError(
             f"the runs share no metric: baseline has {', '.join(sorted(base_by_name))}; "
@@ -650,10 +661,12 @@ def compare_runs(
         num_missing=len(gated_missing),
         passed=num_regressions == 0 and not gated_missing,
         environment_differences=differences,
+        num_not_judged=sum(c.verdict == TOO_FEW_SAMPLES for c in comparisons),
         notes=(
             *(_difference_note(difference) for difference in differences),
             *(_match_note(match) for match in matches),
             *(_direction_note(item) for item in comparisons if item.direction_assumed),
+            *(_not_judged_note(item) for item in comparisons if item.verdict == TOO_FEW_SAMPLES),
             *(
                 ()
                 if metrics
@@ -700,6 +713,39 @@ def label_metric(label: str) -> str:
     """The metric of a series label (:func:`series_label`): ``step_time_s`` of ``tiny-gpt [step_time_s]``."""
     match = _NAMED_LABEL.match(label)
     return match["metric"] if match else label
+
+
+def _named_series(
+    name: str, baseline: Mapping[str, MetricSamples], current: Mapping[str, MetricSamples]
+) -> str:
+    """The label of the series ``--metric name`` names: ``name`` itself, or the one series of
+    metric ``name`` (``step [step_time_s]`` for ``step_time_s``), alike on both sides."""
+    labels = [
+        _side_label(name, role, table) for role, table in (("baseline", baseline), ("current", current))
+    ]
+    if labels[0] != labels[1]:
+        raise UserInputError(
+            f"metric {name!r} is {labels[0]!r} in the baseline run but {labels[1]!r} in the current "
+            "run; compare runs of the same job, or give the full NAME [METRIC] label of each"
+        )
+    return labels[0]
+
+
+def _side_label(name: str, role: str, table: Mapping[str, MetricSamples]) -> str:
+    if name in table:
+        return name
+    of_metric = sorted(label for label in table if label_metric(label) == name)
+    if len(of_metric) == 1:
+        return of_metric[0]
+    if of_metric:
+        raise UserInputError(
+            f"metric {name!r} names {len(of_metric)} series of the {role} run ({', '.join(of_metric)}); "
+            "give the full NAME [METRIC] label of one"
+        )
+    raise UserInputError(
+        f"metric {name!r} is not in the {role} run; it has: {', '.join(sorted(table))} "
+        "(give one of these, or a metric that names exactly one of them)"
+    )
 
 
 @dataclass(frozen=True)
@@ -803,6 +849,10 @@ def _direction_note(item: MetricComparison) -> str:
         f"{item.metric}: no input says which way is better and unit {item.unit!r} does not decide it; "
         f"assumed {better} is better (store lower_is_better with the records)"
     )
+
+
+def _not_judged_note(item: MetricComparison) -> str:
+    return f"{item.metric}: not judged (too few samples), so a regression here passes unseen: {item.reason}"
 
 
 def _missing_outcome(allow_missing: bool, folder_matched: Sequence[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from lightspeed.bench import BenchResult, Stats, size_fields
 from lightspeed.datafile import load_json, read_bounded
+from lightspeed.environment import EnvironmentFingerprint
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
 from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples, series_label
@@ -37,6 +39,14 @@ BENCH_SIZE_FIELDS: Final = ("size", "flop_per_call", "size_bytes", "num_ops_per_
 MEASURED_KINDS: Final = ("benchmark", "goodput", "trace", "monitor")
 # A sample file larger than this is not a list of timings; refuse to parse it.
 MAX_SAMPLE_FILE_BYTES: Final = 64 * 2**20
+# The keys of a sample file's metric object (docs/regression-gate.md, "Sample file schema").
+SAMPLE_FILE_KEYS: Final = ("metric", "unit", "lower_is_better", "samples", "warmup", "environment")
+# An environment fingerprint's keys: a sample file's environment may be one copied whole (the gate
+# compares ENVIRONMENT_FIELDS of it and reads nothing else).
+FINGERPRINT_KEYS: Final = (
+    *(item.name for item in dataclass_fields(EnvironmentFingerprint)),
+    "fingerprint_id",
+)
 # The fields of a record of 'lightspeed results export --json' that the gate reads.
 EXPORTED_RECORD_FIELDS: Final = ("record_id", "run_id", "name", "metric", "unit", "payload")
 # Records older writers stored in another form, read as today's writers store them:
@@ -123,16 +133,31 @@ def _bench_file_samples(items: Sequence[Mapping[str, Any]], path: Path) -> tuple
 
 def _exported_samples(items: Sequence[Any], path: Path) -> tuple[MetricSamples, ...]:
     """``lightspeed results export --json`` output: the records as ``run:ID`` reads them from the
-    store (the payload's samples and direction), the environment from their fingerprints."""
+    store (the payload's samples and direction), the environment from their fingerprints. An
+    export of several runs is refused: the gate compares one run with another, and pooling the
+    runs' samples would judge a mixture that ``run:ID`` never gives."""
     records: list[NewRecord] = []
     environment: list[tuple[str, str]] = []
     for index, item in enumerate(items):
         records.append(_exported_record(item, path, f"[{index}]"))
         environment += environment_pairs(item.get("fingerprint"))
-    runs = ", ".join(dict.fromkeys(str(item["run_id"]) for item in items))
+    runs = list(dict.fromkeys(str(item["run_id"]) for item in items))
+    if len(runs) > 1:
+        raise DataFileError(
+            path,
+            f"the export holds {len(runs)} runs ({_listed(runs)}); the gate compares one run with "
+            "another and does not pool runs",
+            fix=f"export one run ('lightspeed results export {runs[-1]} --json > FILE'), or compare run:ID",
+        )
     return samples_from_records(
-        records, source=f"{path} (run {runs})", environment=tuple(dict.fromkeys(environment))
+        records, source=f"{path} (run {runs[0]})", environment=tuple(dict.fromkeys(environment))
     )
+
+
+def _listed(names: Sequence[str], most: int = 4) -> str:
+    """The first ``most`` names, and how many more."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
 def _exported_record(item: object, path: Path, where: str) -> NewRecord:
@@ -203,6 +228,14 @@ def _file_environment(item: Mapping[str, Any], path: Path | str, where: str) -> 
         raise DataFileError(
             path, f"entry {where} needs an object", field="environment", value=environment, fix=fix
         )
+    _refuse_unknown_keys(
+        environment,
+        (*(key for key, _label, _hardware in ENVIRONMENT_FIELDS), *FINGERPRINT_KEYS),
+        path,
+        f"entry {where} environment",
+        shown=", ".join(key for key, _label, _hardware in ENVIRONMENT_FIELDS)
+        + " (the keys compared; an exported fingerprint's other keys are allowed)",
+    )
     for key, _label, _hardware in ENVIRONMENT_FIELDS:
         value = environment.get(key)
         names = value if key == "gpus" and isinstance(value, list) else [value]
@@ -214,6 +247,25 @@ def _file_environment(item: Mapping[str, Any], path: Path | str, where: str) -> 
     return environment_pairs(environment)
 
 
+def _refuse_unknown_keys(
+    item: Mapping[str, Any],
+    known: Sequence[str],
+    path: Path | str,
+    where: str,
+    *,
+    shown: str = "",
+) -> None:
+    """Refuse the keys of ``item`` not in ``known`` (a misspelled key would be silently ignored),
+    in one line naming them and the keys that are read (``shown``, default ``known``)."""
+    unknown = [str(key) for key in item if key not in known]
+    if unknown:
+        raise DataFileError(
+            path,
+            f"{where} has the unknown key(s) {', '.join(repr(key) for key in unknown)}",
+            fix=f"use only {shown or ', '.join(known)} (see docs/regression-gate.md)",
+        )
+
+
 def _load_json(path: Path) -> Any:
     if read_bounded(path, max_bytes=MAX_SAMPLE_FILE_BYTES, what="sample file").strip() == b"":
         raise DataFileError(path, "the file is empty", fix="write a JSON sample object into it")
@@ -223,9 +275,11 @@ def _load_json(path: Path) -> Any:
 
 
 def parse_sample_object(item: object, *, path: Path | str, where: str = "") -> MetricSamples:
-    """One metric object of a sample file as :class:`MetricSamples` (validated)."""
+    """One metric object of a sample file as :class:`MetricSamples` (validated); a key it does
+    not know (``"warmups"``) is refused rather than ignored."""
     if not isinstance(item, Mapping):
         raise DataFileError(path, f"entry {where} is not a JSON object", fix="see docs/regression-gate.md")
+    _refuse_unknown_keys(item, SAMPLE_FILE_KEYS, path, f"entry {where}")
     metric = _string_field(item, "metric", path, where)
     unit = _string_field(item, "unit", path, where)
     lower = item.get("lower_is_better")

@@ -98,7 +98,13 @@ def render_gate(result: GateResult, console: Console | None = None) -> None:
             failures.append(f"{result.num_missing} metric(s) missing from the current run")
         console.print(f"[bold red]FAIL[/]: {', '.join(failures)}")
     else:
-        console.print(f"[green]PASS[/]: no regression ({result.num_improvements} improvement(s))")
+        outcome = [f"{result.num_improvements} improvement(s)"]
+        if result.num_not_judged:
+            count = result.num_not_judged
+            outcome = [f"{count} metric{'s' if count > 1 else ''} could not be judged: too few samples"]
+            if result.num_improvements:
+                outcome.insert(0, f"{result.num_improvements} improvement(s)")
+        console.print(f"[green]PASS[/]: no regression ({'; '.join(outcome)})")
 
 
 def history_figure(history: MetricHistory) -> Figure:

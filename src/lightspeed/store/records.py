@@ -24,7 +24,6 @@ from lightspeed.units import fraction_of_sol, unit_direction
 StoredJson: TypeAlias = JsonObject | list[Any] | str | int | float | bool | None
 KIND_PATTERN: Final = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 KNOWN_KINDS: Final = ("benchmark", "prediction", "goodput", "trace", "monitor")
-# The units whose values are better lower (durations), when a payload does not say.
 
 
 def check_kind(kind: str) -> str:
@@ -44,17 +43,29 @@ def check_known_kind(kind: str, *, option: str = "--kind") -> str:
     return kind
 
 
+def known_direction(unit: str, payload: StoredJson = None) -> bool | None:
+    """Whether a smaller value is better, as far as the record says: the payload's
+    ``lower_is_better`` when it holds a boolean one, else what the unit decides
+    (:func:`unit_direction`), else ``None`` (unknown).
+
+    >>> known_direction("ms/token"), known_direction("count")
+    (True, None)
+    >>> known_direction("count", {"lower_is_better": True})
+    True
+    """
+    hint = payload.get("lower_is_better") if isinstance(payload, dict) else None
+    return hint if isinstance(hint, bool) else unit_direction(unit)
+
+
 def lower_is_better(unit: str, payload: StoredJson = None) -> bool:
-    """Whether a smaller value is better: the payload's ``lower_is_better`` when it holds a
-    boolean one, else what the unit decides (:func:`unit_direction`), else higher is better.
+    """Whether a smaller value is better: :func:`known_direction`, else higher is better.
 
     >>> (lower_is_better("s"), lower_is_better("B/s"), lower_is_better("s", {"lower_is_better": False}))
     (True, False, False)
-    >>> lower_is_better("kWh"), lower_is_better("count")
-    (True, False)
+    >>> lower_is_better("kWh"), lower_is_better("ms/token"), lower_is_better("count")
+    (True, True, False)
     """
-    hint = payload.get("lower_is_better") if isinstance(payload, dict) else None
-    return hint if isinstance(hint, bool) else unit_direction(unit) is True
+    return known_direction(unit, payload) is True
 
 
 def _check_text(what: str, text: str) -> None:
@@ -152,8 +163,13 @@ class StoredRecord(Record):
     @property
     def fraction_of_sol(self) -> float | None:
         """The fraction of the speed of light reached (see :func:`fraction_of_sol`): ``value / sol``,
-        or ``sol / value`` for a lower-is-better metric such as a time."""
-        return fraction_of_sol(self.value, self.sol, lower_better=self.lower_is_better)
+        or ``sol / value`` for a lower-is-better metric such as a time or a latency per token;
+        ``None`` when neither the payload nor the unit says which way is better
+        (:func:`known_direction`): a ratio taken the wrong way round would read as its inverse."""
+        direction = known_direction(self.unit, self.stored_payload)
+        if direction is None:
+            return None
+        return fraction_of_sol(self.value, self.sol, lower_better=direction)
 
     def to_dict(self) -> JsonDict:
         """Every field (``payload`` and ``fingerprint`` as stored), plus the derived
