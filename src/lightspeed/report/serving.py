@@ -368,6 +368,11 @@ def _served_text(slo: SloResult) -> str:
     if not math.isfinite(served):
         return ""
     share = format_percent(slo.attainment)
+    if slo.num_unscored and math.isfinite(offered) and offered > 0:
+        # the goodput counts the good requests seen over every one offered, those in flight as none
+        seen = format_percent(slo.goodput_requests_per_s / offered)
+        offered_text = f"{offered:,.4g} req/s offered"
+        return f"; {seen} of the {offered_text}, those in flight counted as none ({served:,.4g} served)"
     if not math.isfinite(offered) or f"{offered:,.4g}" == f"{served:,.4g}":
         return f"; {share} of the {served:,.4g} req/s served"
     if slo.attainment * offered > served:

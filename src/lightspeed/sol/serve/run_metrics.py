@@ -188,7 +188,8 @@ def slo_result(
     percentiles meet the limits only where every request finished (a TPOT percentile of none: every
     output one token). ``undecided`` marks requests a run stopped at a horizon left in flight that
     have missed no limit yet (a first token in time, or none but not yet waited longer than the TTFT
-    limit): they are left out of every share (``num_unscored``), as neither met nor missed; the SLO
+    limit): they are left out of every share (``num_unscored``), as neither met nor missed (the goodput
+    counts only the good requests seen, over every request offered); the SLO
     is ``meets`` only where it holds with each of them a miss (a horizon too short to tell says
     missed)."""
     ttft_s = np.asarray(ttft_s, dtype=np.float64)
@@ -201,14 +202,17 @@ def slo_result(
     tpot_ok = done & (True if slo.tpot_s is None else ~(tpot_s > slo.tpot_s))  # one token: no TPOT to miss
     good = ttft_ok & tpot_ok
     attainment = float(good.sum()) / count
-    goodput = _goodput(attainment, requests_per_s, offered_requests_per_s)
+    # the good requests over every one offered, those left in flight too: a good request is one seen
+    # meeting both limits, so the goodput never counts more than the run showed
+    unscored = int((~scored).sum())
+    goodput = _goodput(attainment * count / (count + unscored), requests_per_s, offered_requests_per_s)
     # a percentile over the finished requests only says nothing of those left in flight
     all_done = bool(ttft_s.size) and bool(done.all())
     tpot_p99_ok = slo.tpot_s is None or not tpot.p99_s > slo.tpot_s  # NaN: every output one token
     p99 = all_done and (slo.ttft_s is None or ttft.p99_s <= slo.ttft_s) and tpot_p99_ok
     ttft_share, tpot_share = float(ttft_ok.sum()) / count, float(tpot_ok.sum()) / count
     met = min(ttft_share, tpot_share) if slo.per_limit else attainment
-    met *= count / (count + int((~scored).sum()))  # met only if it holds with every unscored request a miss
+    met *= count / (count + unscored)  # met only if it holds with every unscored request a miss
     return SloResult(
         slo=slo,
         ttft_attainment=ttft_share,
@@ -220,7 +224,7 @@ def slo_result(
         p99_meets=bool(p99),
         served_requests_per_s=requests_per_s,
         offered_requests_per_s=math.nan if offered_requests_per_s is None else offered_requests_per_s,
-        num_unscored=int((~scored).sum()),
+        num_unscored=unscored,
     )
 
 
