@@ -266,10 +266,7 @@ def _seed_checks(checks: object, source: str) -> tuple[SeedCheck, ...]:
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise DataFileError(source, "needs a list of seed checks", field="capacity.seed_checks")
     found = []
-    for index, item in enumerate(checks):
-        where = f"capacity.seed_checks[{index}]"
-        if not isinstance(item, Mapping):
-            raise DataFileError(source, "a seed check must be an object", field=where, value=item)
+    for where, item in _objects(checks, source, "capacity.seed_checks", "a seed check"):
         found.append(
             SeedCheck(
                 seed=int(_checked_number(item, "seed", source, where)),
@@ -350,6 +347,18 @@ def _service_level(limits: object, source: str, where: str) -> ServiceLevel:
         raise DataFileError(source, str(error), field=where) from None
 
 
+def _objects(items: Sequence[object], source: str, where: str, what: str) -> list[tuple[str, JsonObject]]:
+    """(``where[i]``, item) of each item of a JSON list, each an object, else one error naming the
+    file and the item (``what``: ``a sweep row``)."""
+    found = []
+    for index, item in enumerate(items):
+        field = f"{where}[{index}]"
+        if not isinstance(item, Mapping):
+            raise DataFileError(source, f"{what} must be an object", field=field, value=item)
+        found.append((field, item))
+    return found
+
+
 _POINT_TIMES = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s")
 
 
@@ -357,10 +366,7 @@ def _load_points(sweep: Sequence[object], source: str, *, where: str = "sweep") 
     """The ``sweep`` rows (or the capacity's probes) of a ``simulate --json`` result back as
     :class:`LoadPoint`."""
     points = []
-    for index, item in enumerate(sweep):
-        where_item = f"{where}[{index}]"
-        if not isinstance(item, Mapping):
-            raise DataFileError(source, "a sweep row must be an object", field=where_item, value=item)
+    for where_item, item in _objects(sweep, source, where, "a sweep row"):
         points.append(
             LoadPoint(
                 rate_per_s=_checked_number(item, "rate_per_s", source, where_item),
