@@ -246,7 +246,7 @@ def scheduler_options(function: F) -> F:
             click.option(
                 "--max-num-batched-tokens",
                 type=TOKENS_PER_LAYER,
-                help="Tokens per iteration per rank (default 8192).",
+                help="Tokens per iteration per rank, per micro-batch with --pp (default 8192).",
             ),
             click.option(
                 "--block-size",

@@ -112,6 +112,29 @@ def test_vanishing_rate_gives_the_unloaded_prefill_and_a_batch_one_decode(
     assert result.tpot.p50_s == pytest.approx(decode, rel=0.03)
 
 
+def test_a_lone_prompt_passes_every_pipeline_stage_whole(catalog: Catalog, models: ModelRegistry) -> None:
+    """With pipeline parallelism a lone prompt is not split over micro-batches (vLLM and
+    TensorRT-LLM schedule a prompt's chunk into one micro-batch): at a vanishing rate its TTFT is
+    the pp stages one after another, each on the whole prompt (pp x one stage of 1/pp of the
+    layers), not pp stages of 1/pp of its tokens; so eight stages of one GPU take longer than one
+    stage of eight GPUs (llama-3-70b in fp8 on a DGX H100: about 2 x 70e9 x 2,000 FLOP on one GPU's
+    worth of compute, against eight)."""
+    model, cluster = models.get("llama-3-70b"), catalog.cluster("dgx-h100")
+    workload = _workload(ArrivalProcess.poisson(0.001), 2000, 2, 10)
+    pipelined = InferencePlan(tp=1, pp=8, precision="fp8")
+    result = simulate(model=model, cluster=cluster, plan=pipelined, workload=workload)
+    hardware = inference_hardware_for(cluster, pipelined)
+    grid = replace(
+        iteration_grid(prefill_tokens=2000.0, prefill_context=1000.0, prefill_requests=1.0),
+        pp=np.full(1, 8.0),
+    )
+    stages = 8 * float(iteration_cost(grid, model, hardware).time_s[0])
+    assert result.ttft.p50_s == pytest.approx(stages, rel=0.03)
+    tensor_plan = InferencePlan(tp=8, precision="fp8")
+    tensor = simulate(model=model, cluster=cluster, plan=tensor_plan, workload=workload)
+    assert result.ttft.p50_s > 2.0 * tensor.ttft.p50_s
+
+
 def test_saturated_throughput_matches_the_analytic_maximum(catalog: Catalog, models: ModelRegistry) -> None:
     """A closed loop at the KV-cache-limited batch serves what the analytic engine's offline
     estimate says, within 10% (steady window: the middle half of the completions)."""

@@ -136,11 +136,13 @@ class _Replica:
         "in_flight",
         "index",
         "max_batched_tokens",
+        "max_chunk_tokens",
         "max_sequences",
         "paused",
         "paused_sequence_s",
         "pending",
         "pool",
+        "pp",
         "query_tokens",
         "rank_pointer",
         "ranks",
@@ -163,7 +165,12 @@ class _Replica:
         self.seconds = pool.timer.seconds  # one iteration of a batch shape
         self.query_tokens = pool.query_tokens
         self.max_sequences = pool.max_sequences_per_rank
-        self.max_batched_tokens = pool.max_batched_tokens_per_rank
+        # the token budget is a micro-batch's (vLLM's and TensorRT-LLM's per scheduled batch): a
+        # round of pp stages runs pp micro-batches, so it takes pp budgets, and a prompt's chunk
+        # fits one micro-batch
+        self.pp = pool.timer.pp
+        self.max_chunk_tokens = pool.max_batched_tokens_per_rank
+        self.max_batched_tokens = pool.max_batched_tokens_per_rank * self.pp
         self.state_tokens = pool.state_tokens_per_sequence
         self.ranks = [_Rank(pool.kv_tokens_per_rank) for _ in range(pool.num_ranks)]
         self.waiting: deque[int] = deque()
@@ -467,7 +474,7 @@ class Engine:
 
     def _chunk(self, replica: _Replica, rank: _Rank, request: int, left: float) -> float:
         done = self.prefill_done[request]
-        tokens = min(self.prefill_length[request] - done, left)
+        tokens = min(self.prefill_length[request] - done, left, replica.max_chunk_tokens)
         if tokens <= 0:
             return 0.0
         self.prefill_done[request] = done + tokens
@@ -504,7 +511,7 @@ class Engine:
         transfer = replica.role == "decode"
         whole = self.whole and not transfer
         max_sequences, round_robin, admit_below = replica.max_sequences, self.round_robin, self.admit_below
-        whole_prompt = min(prompt, replica.max_batched_tokens) if whole else 0.0
+        whole_prompt = min(prompt, replica.max_chunk_tokens) if whole else 0.0
         count = len(ranks)
         for offset in range(count):
             index = (replica.rank_pointer + offset) % count if round_robin else offset
@@ -564,23 +571,32 @@ class Engine:
         self, replica: _Replica, budgets: list[float]
     ) -> tuple[int, float, float, float, float] | None:
         """(decoding sequences, their mean context, prompt tokens, prompts' attended context,
-        stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run."""
+        stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run.
+
+        With ``pp`` pipeline stages the timer spreads the prompt tokens over the round's ``pp``
+        micro-batches, but a prompt's chunk is never split (vLLM and TensorRT-LLM schedule it into
+        one micro-batch), so the largest micro-batch holds at least the largest chunk: the prompt
+        tokens given are at least ``pp`` x it. A lone prompt thus passes the stages one after
+        another (its TTFT is its whole prefill, as the analytic model has it); a round of many
+        chunks is the even spread."""
         ranks = replica.ranks
         query = replica.query_tokens
         step = replica.step * self.growth
         prompt = {id(rank): [0.0, 0.0] for rank in ranks} if len(ranks) > 1 else None
-        total_prompt, total_weighted = 0.0, 0.0
+        total_prompt, total_weighted, largest = 0.0, 0.0, 0.0
         for rank, tokens, weighted in self.chunks:
             total_prompt += tokens
             total_weighted += weighted
+            largest = max(largest, tokens)
             if prompt is not None:
                 entry = prompt[id(rank)]
                 entry[0] += tokens
                 entry[1] += weighted
         self.prompt_tokens = total_prompt
         self.balance = 1.0
+        floor = replica.pp * largest if replica.pp > 1 else 0.0  # the largest chunk, whole
         if self.separate and total_prompt:
-            return self._prompt_only_shape(ranks, prompt, total_prompt, total_weighted)
+            return self._prompt_only_shape(ranks, prompt, total_prompt, total_weighted, floor)
         if len(ranks) == 1:
             rank = ranks[0]
             decoding = rank.num_decoding
@@ -588,7 +604,7 @@ class Engine:
                 return None
             context = (rank.context_base / decoding + step) if decoding else 0.0
             attended = total_weighted / total_prompt if total_prompt else 0.0
-            return decoding, context, total_prompt, attended, 0.0
+            return decoding, context, max(total_prompt, floor), attended, 0.0
         assert prompt is not None
         busiest = max(
             ranks,
@@ -605,7 +621,8 @@ class Engine:
         decoding = busiest.num_decoding
         context = (busiest.context_base / decoding + step) if decoding else 0.0
         tokens, weighted = prompt[id(busiest)]
-        return decoding, context, tokens, (weighted / tokens if tokens else 0.0), total
+        attended = weighted / tokens if tokens else 0.0
+        return decoding, context, max(tokens, floor) if tokens else 0.0, attended, total
 
     def _prompt_only_shape(
         self,
@@ -613,13 +630,15 @@ class Engine:
         prompt: dict[int, list[float]] | None,
         total_prompt: float,
         total_weighted: float,
+        floor: float,
     ) -> tuple[int, float, float, float, float]:
-        """The shape of a separate prompt step: the busiest rank's prompt tokens, no decode."""
+        """The shape of a separate prompt step: the busiest rank's prompt tokens (at least
+        ``floor``: see :meth:`_shape`), no decode."""
         if prompt is None:
-            return 0, 0.0, total_prompt, total_weighted / total_prompt, 0.0
+            return 0, 0.0, max(total_prompt, floor), total_weighted / total_prompt, 0.0
         tokens, weighted = max(prompt.values())
         self.balance = total_prompt / len(ranks) / tokens
-        return 0, 0.0, tokens, weighted / tokens, total_prompt
+        return 0, 0.0, max(tokens, floor), weighted / tokens, total_prompt
 
     def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
         """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,

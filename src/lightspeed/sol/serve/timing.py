@@ -1,10 +1,13 @@
 """Execution-time model of the simulator: ``sol/infer``'s iteration cost, cached by batch shape.
 
 One simulated iteration of a replica is a round of its ``pp`` pipeline stages,
-each running one micro-batch (``1 / pp`` of the sequences and prompt tokens),
-so it lasts ``pp`` stage iterations of :func:`~lightspeed.sol.infer.iteration.iteration_cost`
-(the analytic model's ``TPOT = pp x step`` too). Nothing here adds a constant:
-the seconds are the engine's, evaluated on the shape the scheduler formed.
+each running one micro-batch (``1 / pp`` of the sequences and prompt tokens, but
+a prompt's chunk whole: the token budget is a micro-batch's, so a round takes
+``pp`` budgets, and a lone prompt passes the stages one after another), so it
+lasts ``pp`` stage iterations of :func:`~lightspeed.sol.infer.iteration.iteration_cost`
+of its largest micro-batch (the analytic model's ``TPOT = pp x step`` too). Nothing
+here adds a constant: the seconds are the engine's, evaluated on the shape the
+scheduler formed.
 
 Shapes are bucketed so that a run evaluates the cost model a few hundred times,
 not once per iteration: mean decode context and prompt tokens to 1/16 of an
@@ -266,7 +269,9 @@ class IterationTimer:
     ) -> float:
         """One replica iteration: ``decode_sequences`` sequences (of the busiest rank) at a mean
         ``decode_context``, beside ``prefill_tokens`` prompt tokens attending ``prompt_context`` on
-        average; ``total_tokens`` is the whole stage's token count (attention DP only)."""
+        average; ``total_tokens`` is the whole stage's token count (attention DP only). With
+        pipeline stages ``prefill_tokens`` is what the round's largest micro-batch sets
+        (``Engine._shape``: a prompt's chunk is never split over micro-batches)."""
         self.lookups += 1
         context = bucket(decode_context, CONTEXT_PER_OCTAVE) if decode_sequences else 0
         total = bucket(stage_tokens(total_tokens, self.pp), PROMPT_PER_OCTAVE) if self.ranks > 1 else 0
