@@ -19,11 +19,11 @@ from lightspeed.errors import DataFileError, LightspeedError, UserInputError
 from lightspeed.gate.compare import (
     MetricSamples,
     bootstrap_median_change,
-    compare_runs,
     compare_samples,
     mann_whitney_u,
 )
 from lightspeed.gate.inputs import load_metric_samples, read_sample_file
+from lightspeed.gate.run_compare import compare_runs
 
 
 def _series(

@@ -4,8 +4,8 @@ Samples come from sample files, ``lightspeed bench --json`` output, stored
 benchmark runs, goodput runs and profiler traces (:mod:`~lightspeed.gate.inputs`);
 a metric regresses only when its median moved past the threshold *and* a
 one-sided Mann-Whitney U test and a bootstrap interval agree
-(:mod:`~lightspeed.gate.compare`). :mod:`~lightspeed.gate.history` turns
-measurements into store records and back.
+(:mod:`~lightspeed.gate.compare`); :mod:`~lightspeed.gate.run_compare` compares every metric two
+runs share. :mod:`~lightspeed.gate.history` turns measurements into store records and back.
 
 >>> from lightspeed.gate import MetricSamples, compare_samples
 >>> def step_times(scale):
@@ -22,13 +22,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
-    from lightspeed.gate.compare import (
-        GateResult,
-        MetricComparison,
-        MetricSamples,
-        compare_runs,
-        compare_samples,
-    )
+    from lightspeed.gate.compare import MetricComparison, MetricSamples, compare_samples
     from lightspeed.gate.history import (
         benchmark_payloads,
         benchmark_records,
@@ -43,6 +37,7 @@ if TYPE_CHECKING:
         read_sample_file,
         samples_from_records,
     )
+    from lightspeed.gate.run_compare import GateResult, compare_runs
 
 
 __all__ = [

@@ -22,8 +22,9 @@ from lightspeed.datafile import load_json, read_bounded
 from lightspeed.environment import EnvironmentFingerprint
 from lightspeed.errors import DataFileError, StoreError, UserInputError
 from lightspeed.files import check_input, looks_like_path
-from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples, series_label
+from lightspeed.gate.compare import ENVIRONMENT_FIELDS, MetricSamples, compare_samples
 from lightspeed.gate.history import benchmark_records
+from lightspeed.gate.run_compare import series_label
 from lightspeed.goodput import read_run
 from lightspeed.records import Record
 from lightspeed.store.backends import StoreMissingError

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from lightspeed.gate.compare import GateResult, MetricComparison, fraction_text
+from lightspeed.gate.compare import MetricComparison, fraction_text
 from lightspeed.gate.inputs import MetricHistory
+from lightspeed.gate.run_compare import GateResult
 from lightspeed.report.console import make_console, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text
