@@ -49,9 +49,11 @@ otherwise. Gemma 3 and Llama 4 multimodal configs are read through their
 
 The pre-training context is ``rope_scaling.original_max_position_embeddings`` (a wrongly typed
 or impossible value, one above ``max_position_embeddings``, is refused naming the field); Gemma 3's
-configs scale RoPE without stating it, and its report's 32,768 applies. An imported model is named
-by the config's ``_name_or_path``, else by the file's stem (``llama3-8b.json``), or by its
-folder for a file called ``config.json``.
+configs scale RoPE without stating it, and its report's 32,768 applies
+(:mod:`~lightspeed.workload.hf_rope_scaling`). The weight format the checkpoint ships in is what
+its ``quantization_config`` names (:mod:`~lightspeed.workload.hf_quantization`). An imported
+model is named by the config's ``_name_or_path``, else by the file's stem (``llama3-8b.json``),
+or by its folder for a file called ``config.json``.
 
 >>> from pathlib import Path
 >>> spec_from_hf_config(Path("tests/fixtures/hf_configs/llama-3-8b/config.json")).attention.kind
@@ -67,6 +69,8 @@ from typing import Any, Final
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
+from lightspeed.workload.hf_quantization import release_format
+from lightspeed.workload.hf_rope_scaling import original_context, reported_context_note
 from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
 from lightspeed.workload.spec import (
     DIMENSION_REASON,
@@ -135,12 +139,6 @@ _CONFIG_CLASSES: Final = {
     "gemma3_text": "Gemma3TextConfig",
     "gpt_oss": "GptOssConfig",
 }
-# Pre-training contexts a config.json does not state, from the model's report, used where the
-# config scales RoPE (a factor above 1) without original_max_position_embeddings: Gemma 3 4B, 12B
-# and 27B were pre-trained on 32K sequences, then scaled to 128K at the end of pre-training with
-# RoPE rescaling of factor 8 (Gemma 3 Technical Report, arXiv 2503.19786, section 2 "Long context");
-# their config.json says only rope_scaling {"rope_type": "linear", "factor": 8.0}.
-_REPORTED_PRETRAINING_CONTEXT: Final = {"gemma3_text": (32_768, "the Gemma 3 Technical Report")}
 # HF layer_types names -> lightspeed's layer kinds
 _HF_LAYER_KINDS: Final = {
     "full_attention": "full",
@@ -205,7 +203,7 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         raise DataFileError(
             config_path, str(error), fix="check the config against the published one"
         ) from None
-    notes = (_defaults_note(spec, model_type, defaults), _reported_context_note(spec, fields, model_type))
+    notes = (_defaults_note(spec, model_type, defaults), reported_context_note(spec, fields, model_type))
     note = "; ".join(part for part in notes if part)
     return replace(spec, release_format=release[0], release_source=release[1], note=note)
 
@@ -241,79 +239,6 @@ def _defaults_note(spec: TransformerSpec, model_type: str, defaults: dict[str, i
         f"config.json leaves out {', '.join(defaults)}: assumed {values}, the default{plural} of "
         f"transformers' {_CONFIG_CLASSES[model_type]}"
     )
-
-
-def _reported_context_note(spec: TransformerSpec, fields: Fields, model_type: str) -> str:
-    """What ``model show`` says of a pre-training context taken from the model's report (empty when
-    none was): ``pre-trained at 32,768 positions before RoPE scaling (the Gemma 3 Technical
-    Report; config.json states no original_max_position_embeddings)``."""
-    reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
-    if reported is None or spec.original_max_seq_len != reported[0] or _stated_original(fields):
-        return ""
-    return (
-        f"pre-trained at {reported[0]:,} positions before RoPE scaling ({reported[1]}; config.json "
-        "states no original_max_position_embeddings)"
-    )
-
-
-# quantization_config.quant_method values that name one weight format
-_QUANT_METHODS: Final = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4"}
-# ModelOpt's quant_algo (NVIDIA TensorRT Model Optimizer checkpoints)
-_MODELOPT_ALGOS: Final = {"FP8": "fp8", "FP8_BLOCK_SCALES": "fp8", "NVFP4": "nvfp4", "W4A16_AWQ": "int4"}
-# compressed-tensors weights: (num_bits, type) -> format
-_COMPRESSED_TENSORS: Final = {
-    (8, "float"): "fp8",
-    (8, "int"): "int8",
-    (4, "int"): "int4",
-    (4, "float"): "nvfp4",
-}
-
-
-def release_format(data: dict[str, Any]) -> tuple[str, str]:
-    """(weight format, what says so) of a ``config.json``'s ``quantization_config``: bf16 without
-    one; the format it names (fp8, mxfp4, ModelOpt's FP8/NVFP4, GPTQ/AWQ and compressed-tensors
-    bit widths); bf16 with a note saying the block was not understood otherwise.
-
-    >>> release_format({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})
-    ('fp8', "config.json quantization_config: quant_method 'fp8'")
-    """
-    config = data.get("quantization_config")
-    if config is None:
-        return "bf16", ""
-    if not isinstance(config, dict):
-        return (
-            "bf16",
-            "config.json quantization_config is not an object lightspeed reads; "
-            "taken as bf16 (pass --precision)",
-        )
-    method = str(config.get("quant_method", "")).lower()
-    found = _QUANT_METHODS.get(method)
-    if method == "modelopt":
-        found = _MODELOPT_ALGOS.get(str(config.get("quant_algo", "")).upper())
-    elif method in ("gptq", "awq"):
-        bits = config.get("bits")
-        found = {4: "int4", 8: "int8"}.get(bits) if isinstance(bits, int) else None
-    elif method == "compressed-tensors":
-        found = _compressed_tensors_format(config)
-    if found is None:
-        return "bf16", (
-            f"config.json quantization_config: quant_method {method!r} is not a format lightspeed reads; "
-            "taken as bf16 (pass --precision)"
-        )
-    return found, f"config.json quantization_config: quant_method {method!r}"
-
-
-def _compressed_tensors_format(config: dict[str, Any]) -> str | None:
-    """The weight format of the first config group of a compressed-tensors block."""
-    groups = config.get("config_groups")
-    if not isinstance(groups, dict) or not groups:
-        return None
-    weights = next(iter(groups.values()))
-    weights = weights.get("weights") if isinstance(weights, dict) else None
-    if not isinstance(weights, dict):
-        return None
-    bits = weights.get("num_bits")
-    return _COMPRESSED_TENSORS.get((bits, str(weights.get("type", "")))) if isinstance(bits, int) else None
 
 
 def _model_name(path: Path, data: dict[str, Any]) -> str:
@@ -363,7 +288,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         tied_embeddings=fields.boolean("tie_word_embeddings", model_type in _GEMMA_TYPES),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
-        original_max_seq_len=_original_context(fields, model_type),
+        original_max_seq_len=original_context(fields, model_type),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=_mlp_bias(fields, model_type),
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
@@ -464,7 +389,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
         tied_embeddings=fields.boolean("tie_word_embeddings", False),
         position_embedding="rope",
         max_seq_len=fields.integer("max_position_embeddings", minimum=1),
-        original_max_seq_len=_original_context(fields, model_type),
+        original_max_seq_len=original_context(fields, model_type),
         num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
     )
@@ -719,50 +644,6 @@ def _llama4_moe(fields: Fields) -> MoESpec:
         shared_expert_ffn_hidden_size=expert,
         layer_frequency=fields.integer("interleave_moe_layer_step", 1, minimum=1),
     )
-
-
-def _rope_scaling(fields: Fields) -> Fields | None:
-    """The config's RoPE scaling object (``rope_scaling``, or ``rope_parameters`` in transformers 5's
-    configs); ``None`` without one, refused naming the field when it is not an object."""
-    key = "rope_scaling" if fields.data.get("rope_scaling") is not None else "rope_parameters"
-    return fields.table(key, required=False)
-
-
-def _stated_original(fields: Fields) -> bool:
-    """Whether the RoPE scaling object states ``original_max_position_embeddings``."""
-    scaling = _rope_scaling(fields)
-    return scaling is not None and scaling.data.get("original_max_position_embeddings") is not None
-
-
-def _original_context(fields: Fields, model_type: str) -> int | None:
-    """The context before RoPE scaling extended it: the scaling object's
-    ``original_max_position_embeddings`` (Llama 3.1's 8,192, DeepSeek-V3's 4,096), else the one the
-    model's report gives where the config scales RoPE without it
-    (:data:`_REPORTED_PRETRAINING_CONTEXT`: Gemma 3's 32,768); ``None`` when nothing extended it
-    (no scaling, or an original equal to ``max_position_embeddings``).
-
-    Refused naming the field: a scaling block that is not an object, a ``factor`` that is not a
-    positive number, an original context that is not a whole number or is above
-    ``max_position_embeddings`` (scaling extends a context, it never shortens one)."""
-    scaling = _rope_scaling(fields)
-    if scaling is None:
-        return None
-    factor = scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
-    longest = fields.integer("max_position_embeddings", minimum=1)
-    if not _stated_original(fields):
-        reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
-        return reported[0] if reported is not None and factor > 1 and reported[0] < longest else None
-    original = scaling.integer("original_max_position_embeddings", minimum=1)
-    if original > longest:
-        raise DataFileError(
-            fields.path,
-            f"original_max_position_embeddings {original:,} is above max_position_embeddings {longest:,}: "
-            "RoPE scaling extends the pre-training context, it never shortens it",
-            field=f"{scaling.prefix}original_max_position_embeddings",
-            value=original,
-            fix="copy rope_scaling and max_position_embeddings from the published config.json",
-        )
-    return original if original < longest else None
 
 
 def _mla(fields: Fields) -> AttentionSpec:

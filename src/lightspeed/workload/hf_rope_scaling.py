@@ -1,0 +1,85 @@
+"""The pre-training context of a Hugging Face ``config.json``: what RoPE scaling extended.
+
+A config whose RoPE is scaled (``rope_scaling``, or transformers 5's ``rope_parameters``) serves a
+longer context than the model was pre-trained at: :func:`original_context` reads that context
+from ``original_max_position_embeddings`` (refused naming the field where it is not a whole number
+or is above ``max_position_embeddings``), or from the model's report where the config scales RoPE
+without stating it (Gemma 3's 32,768); :func:`reported_context_note` says when the report's figure
+was used. :func:`~lightspeed.workload.hf_config.spec_from_hf_config` stores it as the spec's
+``original_max_seq_len``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from lightspeed.datafile import Fields
+from lightspeed.errors import DataFileError
+from lightspeed.workload.spec import TransformerSpec
+
+# Pre-training contexts a config.json does not state, from the model's report, used where the
+# config scales RoPE (a factor above 1) without original_max_position_embeddings: Gemma 3 4B, 12B
+# and 27B were pre-trained on 32K sequences, then scaled to 128K at the end of pre-training with
+# RoPE rescaling of factor 8 (Gemma 3 Technical Report, arXiv 2503.19786, section 2 "Long context");
+# their config.json says only rope_scaling {"rope_type": "linear", "factor": 8.0}.
+_REPORTED_PRETRAINING_CONTEXT: Final = {"gemma3_text": (32_768, "the Gemma 3 Technical Report")}
+
+
+def reported_context_note(spec: TransformerSpec, fields: Fields, model_type: str) -> str:
+    """What ``model show`` says of a pre-training context taken from the model's report (empty when
+    none was): ``pre-trained at 32,768 positions before RoPE scaling (the Gemma 3 Technical
+    Report; config.json states no original_max_position_embeddings)``."""
+    reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
+    if reported is None or spec.original_max_seq_len != reported[0] or _stated_original(fields):
+        return ""
+    return (
+        f"pre-trained at {reported[0]:,} positions before RoPE scaling ({reported[1]}; config.json "
+        "states no original_max_position_embeddings)"
+    )
+
+
+def _rope_scaling(fields: Fields) -> Fields | None:
+    """The config's RoPE scaling object (``rope_scaling``, or ``rope_parameters`` in transformers 5's
+    configs); ``None`` without one, refused naming the field when it is not an object."""
+    key = "rope_scaling" if fields.data.get("rope_scaling") is not None else "rope_parameters"
+    return fields.table(key, required=False)
+
+
+def _stated_original(fields: Fields) -> bool:
+    """Whether the RoPE scaling object states ``original_max_position_embeddings``."""
+    scaling = _rope_scaling(fields)
+    return scaling is not None and scaling.data.get("original_max_position_embeddings") is not None
+
+
+def original_context(fields: Fields, model_type: str) -> int | None:
+    """The context before RoPE scaling extended it: the scaling object's
+    ``original_max_position_embeddings`` (Llama 3.1's 8,192, DeepSeek-V3's 4,096), else the one the
+    model's report gives where the config scales RoPE without it
+    (:data:`_REPORTED_PRETRAINING_CONTEXT`: Gemma 3's 32,768); ``None`` when nothing extended it
+    (no scaling, or an original equal to ``max_position_embeddings``).
+
+    Refused naming the field: a scaling block that is not an object, a ``factor`` that is not a
+    positive number, an original context that is not a whole number or is above
+    ``max_position_embeddings`` (scaling extends a context, it never shortens one)."""
+    scaling = _rope_scaling(fields)
+    if scaling is None:
+        return None
+    factor = scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
+    longest = fields.integer("max_position_embeddings", minimum=1)
+    if not _stated_original(fields):
+        reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
+        return reported[0] if reported is not None and factor > 1 and reported[0] < longest else None
+    original = scaling.integer("original_max_position_embeddings", minimum=1)
+    if original > longest:
+        raise DataFileError(
+            fields.path,
+            f"original_max_position_embeddings {original:,} is above max_position_embeddings {longest:,}: "
+            "RoPE scaling extends the pre-training context, it never shortens it",
+            field=f"{scaling.prefix}original_max_position_embeddings",
+            value=original,
+            fix="copy rope_scaling and max_position_embeddings from the published config.json",
+        )
+    return original if original < longest else None
+
+
+__all__ = ["original_context", "reported_context_note"]
