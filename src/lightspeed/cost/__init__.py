@@ -2,7 +2,7 @@
 
 One home for cost (the engines' *time* of one serving iteration is
 :mod:`lightspeed.sol.infer.iteration`): :mod:`~lightspeed.cost.energy` (power,
-energy and dollars of a job and a cluster; rack plans; TCO),
+energy and dollars of a job and a cluster; TCO), :mod:`~lightspeed.cost.racks` (rack plans),
 :mod:`~lightspeed.cost.prices` (the user's prices file),
 :mod:`~lightspeed.cost.workloads` (named workloads and how many GPUs reach a
 throughput), :mod:`~lightspeed.cost.priced_systems` (the priced columns of
@@ -28,19 +28,18 @@ if TYPE_CHECKING:
         ClusterPower,
         DeepSeekCost,
         InferenceCost,
-        RackPlan,
         Tco,
         TrainingCost,
         cluster_power,
         deepseek_cost,
         inference_cost,
         power_for,
-        rack_plan,
         tco_per_year,
         training_cost,
     )
     from lightspeed.cost.priced_systems import SystemCost, system_costs
     from lightspeed.cost.prices import Prices, load_prices
+    from lightspeed.cost.racks import RackPlan, rack_plan
     from lightspeed.cost.upgrade import FleetSizing, Upgrade, UpgradeMatch, compare_upgrade, size_fleet
     from lightspeed.cost.workloads import (
         COST_WORKLOADS,
