@@ -19,7 +19,7 @@ import pytest
 from expect import one_line_error
 from lightspeed.catalog import load_catalog, load_power
 from lightspeed.cost import Prices, compare_upgrade, cost_workload, size_fleet
-from lightspeed.cost.upgrade import MAX_TOKENS_PER_DAY, MAX_TOKENS_PER_DAY_TEXT
+from lightspeed.cost.fleet import MAX_TOKENS_PER_DAY, MAX_TOKENS_PER_DAY_TEXT
 from lightspeed.cost.workloads import plan_counts, training_point
 from lightspeed.workload import load_models
 

@@ -6,8 +6,8 @@ energy and dollars of a job and a cluster; TCO), :mod:`~lightspeed.cost.racks` (
 :mod:`~lightspeed.cost.prices` (the user's prices file),
 :mod:`~lightspeed.cost.workloads` (named workloads and how many GPUs reach a
 throughput), :mod:`~lightspeed.cost.priced_systems` (the priced columns of
-``compare systems``) and :mod:`~lightspeed.cost.upgrade` (what an upgrade buys,
-payback, fleet sizing). Rendering is in :mod:`lightspeed.report.cost`, the
+``compare systems``), :mod:`~lightspeed.cost.upgrade` (what an upgrade buys,
+payback) and :mod:`~lightspeed.cost.fleet` (fleet sizing). Rendering is in :mod:`lightspeed.report.cost`, the
 command group in :mod:`lightspeed.cli.cost`.
 
 >>> from lightspeed.catalog import load_power
@@ -37,10 +37,11 @@ if TYPE_CHECKING:
         tco_per_year,
         training_cost,
     )
+    from lightspeed.cost.fleet import FleetSizing, size_fleet
     from lightspeed.cost.priced_systems import SystemCost, system_costs
     from lightspeed.cost.prices import Prices, load_prices
     from lightspeed.cost.racks import RackPlan, rack_plan
-    from lightspeed.cost.upgrade import FleetSizing, Upgrade, UpgradeMatch, compare_upgrade, size_fleet
+    from lightspeed.cost.upgrade import Upgrade, UpgradeMatch, compare_upgrade
     from lightspeed.cost.workloads import (
         COST_WORKLOADS,
         DEFAULT_UPGRADE_WORKLOADS,

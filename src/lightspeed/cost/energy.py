@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from lightspeed.catalog import Cluster
-from lightspeed.catalog.power import SystemPower
+from lightspeed.catalog import Cluster, System
+from lightspeed.catalog.power import SystemPower, power_of
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
 from lightspeed.cost.pue import SitePue, site_pue
 from lightspeed.errors import UserInputError
@@ -255,6 +255,21 @@ def power_for(
         pue=pue_for(power.cooling, prices=prices, pue=pue),
         measured_power_w=measured_power_w,
         num_systems=math.ceil(used / per_domain),
+    )
+
+
+def whole_systems_power(
+    power: dict[str, SystemPower], system: System, num_gpus: int, kind: str, pue: SitePue
+) -> ClusterPower:
+    """The power of ``num_gpus`` GPUs in the whole systems that hold them (100 H100: 13 DGX H100)."""
+    return cluster_power(
+        power=power_of(power, system.name),
+        gpus_per_system=system.num_accelerators,
+        num_gpus=num_gpus,
+        workload=kind,
+        gpu_tdp_w=system.accelerator.tdp_w,
+        pue=pue,
+        num_systems=math.ceil(num_gpus / system.num_accelerators),
     )
 
 
@@ -684,4 +699,5 @@ __all__ = [
     "power_for",
     "price_notes",
     "tco_per_year",
+    "whole_systems_power",
 ]
