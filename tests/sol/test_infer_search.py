@@ -12,7 +12,8 @@ from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import InferencePlan, ServingLoad, search_inference
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of
-from lightspeed.sol.infer.search import pareto_front, prefill_front, replica_shapes, replica_stages
+from lightspeed.sol.infer.search import pareto_front, prefill_front
+from lightspeed.sol.infer.search_space import replica_shapes, replica_stages
 from lightspeed.sol.infer.serving import Deployments, ServingContext, prefill_pool_arrays
 from lightspeed.workload import ModelRegistry
 

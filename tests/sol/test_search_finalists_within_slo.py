@@ -13,7 +13,8 @@ from lightspeed.sol.infer.estimate import bound_sentence
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.iteration import ITERATION_PARTS
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
-from lightspeed.sol.infer.search import _best_per_shape, _columns, search_inference
+from lightspeed.sol.infer.search import _best_per_shape, search_inference
+from lightspeed.sol.infer.search_space import shape_columns
 from lightspeed.sol.serve.goodput_search import _finalists
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.workload import ModelRegistry
@@ -23,7 +24,7 @@ def test_each_shape_keeps_its_fastest_point_within_the_bounds() -> None:
     """Three shapes, two batches each (by hand): shape A's faster batch breaks the bounds, so its
     slower one stands for it (5); shape B keeps its faster (7); shape C has no feasible batch."""
     a, b, c = (1, 1, 1, 1, 0, 8, 1, 1, 1, 1), (2, 1, 1, 1, 0, 4, 2, 1, 1, 1), (1, 1, 1, 2, 0, 4, 1, 1, 1, 2)
-    points = _columns([a, a, b, b, c, c])
+    points = shape_columns([a, a, b, b, c, c])
     per_gpu = np.array([5.0, 9.0, 6.0, 7.0, 10.0, 11.0])
     feasible = np.array([True, False, True, True, False, False])
     chosen, without = _best_per_shape(points, per_gpu, feasible)
