@@ -9,7 +9,7 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol.infer.estimate import bound_sentence
+from lightspeed.sol.infer.estimate_notes import bound_sentence
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.iteration import ITERATION_PARTS
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad

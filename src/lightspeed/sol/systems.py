@@ -25,7 +25,8 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import hardware_for
-from lightspeed.sol.infer.estimate import InferenceEstimate, part_text
+from lightspeed.sol.infer.estimate import InferenceEstimate
+from lightspeed.sol.infer.estimate_notes import part_text
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import PLAN_FAMILIES
 from lightspeed.sol.infer.search import search_inference

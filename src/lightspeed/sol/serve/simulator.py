@@ -25,7 +25,7 @@ from lightspeed.errors import InvalidPlanError, UserInputError
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
-from lightspeed.sol.infer.estimate import routing_note, state_note
+from lightspeed.sol.infer.estimate_notes import routing_note, state_note
 from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.engine import Engine, EngineOutput
