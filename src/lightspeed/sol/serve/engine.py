@@ -45,149 +45,33 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lightspeed.errors import InvalidPlanError
-from lightspeed.sol.serve.deployment import SimulatedDeployment, SimulatedPool
+from lightspeed.sol.serve.deployment import SimulatedDeployment
+from lightspeed.sol.serve.engine_state import (
+    DECODE,
+    DONE,
+    PREFILL,
+    SWAPPED,
+    TRANSFER,
+    WAITING,
+    EngineOutput,
+    RankState,
+    ReplicaState,
+)
 from lightspeed.sol.serve.speculation import verify_passes
 from lightspeed.sol.serve.workload import Requests
 
-Array = Any
-WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
 ITERATION_END, KV_ARRIVAL = 0, 1
-RECORD_WIDTH = 11  # values per iteration record (see Engine._record)
 # Preemptions a run may make per request before it is called thrashing: a deployment whose KV
 # cache cannot hold the sequences it admits preempts each one over and over (a request is
 # preempted a handful of times at most on a loaded real server); the run stops with the reason
 # instead of simulating without end.
 MAX_PREEMPTIONS_PER_REQUEST = 100
-
-
-@dataclass(frozen=True)
-class EngineOutput:
-    """Raw outcome of one run: per request and per iteration arrays (seconds, tokens)."""
-
-    arrival_s: Array
-    first_token_s: Array
-    finish_s: Array
-    input_tokens: Array
-    output_tokens: Array
-    iteration_start_s: Array
-    iteration_s: Array
-    iteration_decode_sequences: Array
-    iteration_prefill_tokens: Array
-    iteration_queue: Array
-    iteration_running: Array
-    iteration_kv_use: Array
-    iteration_steps: Array
-    iteration_balance: Array
-    iteration_pause_s: Array  # prompt-only steps just before this one that held its decodes back
-    # how many of its decoding sequences that pause held back (sequence-seconds held / pause): a
-    # sequence whose prompt ran in the pause waited only for the steps after its own
-    iteration_paused_sequences: Array
-    num_in_flight: int
-    num_preemptions: int
-    num_swaps: int
-    cost_evaluations: int
-
-
-class _Rank:
-    """One attention rank: its KV pool, decoding sequences (as sums) and prompts in progress."""
-
-    __slots__ = (
-        "capacity",
-        "context_base",
-        "kv_base",
-        "kv_slope",
-        "num_decoding",
-        "num_sequences",
-        "prefilling",
-        "running",
-        "swapped",
-        "used",
-    )
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.used = 0.0  # reserved tokens (reserve), or prompt blocks of prefilling requests (on-demand)
-        self.num_decoding = 0
-        self.num_sequences = 0
-        self.context_base = 0.0  # sum of (context at join - join step x growth) of decoding sequences
-        # local attention layers (on-demand): the decoding sequences' KV use is kv_base + kv_slope x
-        # step, each sequence counted from what it holds at its join (see Engine._join)
-        self.kv_base = 0.0
-        self.kv_slope = 0.0
-        self.prefilling: deque[int] = deque()
-        self.running: list[int] = []  # admission order, for last-in-first-out preemption
-        self.swapped: deque[int] = deque()
-
-
-class _Replica:
-    __slots__ = (
-        "blocked",
-        "busy",
-        "duration",
-        "finishing",
-        "in_flight",
-        "index",
-        "max_batched_tokens",
-        "max_chunk_tokens",
-        "max_sequences",
-        "paused",
-        "paused_sequence_s",
-        "pending",
-        "pool",
-        "pp",
-        "query_tokens",
-        "rank_pointer",
-        "ranks",
-        "record",
-        "role",
-        "seconds",
-        "started",
-        "state_tokens",
-        "step",
-        "stride",
-        "version",
-        "waiting",
-    )
-
-    def __init__(self, index: int, role: str, pool: SimulatedPool) -> None:
-        self.index = index
-        self.role = role  # "both", "prefill", "decode"
-        self.pool = pool  # its ranks, KV cache, caps and iteration timer
-        # the pool's figures the scheduler reads every iteration, read once
-        self.seconds = pool.timer.seconds  # one iteration of a batch shape
-        self.query_tokens = pool.query_tokens
-        self.max_sequences = pool.max_sequences_per_rank
-        # the token budget is a micro-batch's (vLLM's and TensorRT-LLM's per scheduled batch): a
-        # round of pp stages runs pp micro-batches, so it takes pp budgets, and a prompt's chunk
-        # fits one micro-batch
-        self.pp = pool.timer.pp
-        self.max_chunk_tokens = pool.max_batched_tokens_per_rank
-        self.max_batched_tokens = pool.max_batched_tokens_per_rank * self.pp
-        self.state_tokens = pool.state_tokens_per_sequence
-        self.ranks = [_Rank(pool.kv_tokens_per_rank) for _ in range(pool.num_ranks)]
-        self.waiting: deque[int] = deque()
-        self.blocked = False  # the first waiting request found no rank with room (see _admit)
-        self.step = 0
-        self.finishing: list[tuple[int, int, int]] = []  # (finish step, epoch, request)
-        self.busy = False
-        self.in_flight = 0
-        self.pending: list[tuple[int, _Rank]] = []  # prompts that complete in the running iteration
-        self.rank_pointer = 0  # the round-robin router's next rank
-        self.paused = 0.0  # seconds of prompt-only steps since its decodes last ran (separate steps)
-        self.paused_sequence_s = 0.0  # the same, summed over the decoding sequences each step held
-        self.stride = 1  # decode steps the running iteration stands for
-        self.started = 0.0  # when it started, how long it lasts, its record and event version
-        self.duration = 0.0
-        self.record = 0
-        self.version = 0
 
 
 class Engine:
@@ -224,7 +108,7 @@ class Engine:
         self.join_kv = [0.0] * count  # local layers: (KV at join - slope x join step), its slope
         self.join_slope = [0.0] * count
         self.reserved_cache: dict[float, float] = {}
-        self.rank_for: list[_Rank | None] = [None] * count
+        self.rank_for: list[RankState | None] = [None] * count
         self.transfer_s = (
             deployment.kv_transfer_s(requests.input_tokens).tolist() if deployment.plan.disaggregated else []
         )
@@ -241,7 +125,7 @@ class Engine:
         self.num_swaps = 0
         self.prompt_tokens = 0.0  # of the iteration being formed
         self.balance = 1.0  # of the iteration being formed: mean tokens per rank over the busiest's
-        self.chunks: list[tuple[_Rank, float, float]] = []  # (rank, tokens, attended context x tokens)
+        self.chunks: list[tuple[RankState, float, float]] = []  # (rank, tokens, attended context x tokens)
 
     def _read_scheduler(self, deployment: SimulatedDeployment) -> None:
         """The scheduler's switches and caps (see the module)."""
@@ -263,13 +147,13 @@ class Engine:
         deployment = self.deployment
         pool = deployment.pool
         if deployment.plan.disaggregated is None:
-            self.front = [_Replica(i, "both", pool) for i in range(deployment.plan.replicas)]
+            self.front = [ReplicaState(i, "both", pool) for i in range(deployment.plan.replicas)]
             self.back = self.front
         else:
             prefill, decode = deployment.plan.disaggregated
             prefill_pool = deployment.prefill_pool or pool
-            self.front = [_Replica(i, "prefill", prefill_pool) for i in range(prefill)]
-            self.back = [_Replica(prefill + i, "decode", pool) for i in range(decode)]
+            self.front = [ReplicaState(i, "prefill", prefill_pool) for i in range(prefill)]
+            self.back = [ReplicaState(prefill + i, "decode", pool) for i in range(decode)]
         self.route_counter = {id(self.front): 0, id(self.back): 0}
 
     # --- the loop ---------------------------------------------------------------------------
@@ -320,7 +204,7 @@ class Engine:
             self._wake(replica, time)
         return pointer
 
-    def _replica(self, index: int) -> _Replica:
+    def _replica(self, index: int) -> ReplicaState:
         front = self.front
         return front[index] if index < len(front) else self.back[index - len(front)]
 
@@ -328,7 +212,7 @@ class Engine:
         self.sequence += 1
         heapq.heappush(self.events, (time, self.sequence, kind, subject, version))
 
-    def _route(self, pool: list[_Replica]) -> _Replica:
+    def _route(self, pool: list[ReplicaState]) -> ReplicaState:
         if len(pool) == 1:
             return pool[0]
         if self.round_robin:
@@ -338,7 +222,9 @@ class Engine:
             return pool[counter % len(pool)]
         return min(pool, key=lambda replica: replica.in_flight)
 
-    def _enter(self, request: int, time: float, pool: list[_Replica], *, start: bool = True) -> _Replica:
+    def _enter(
+        self, request: int, time: float, pool: list[ReplicaState], *, start: bool = True
+    ) -> ReplicaState:
         """A request arrives at a pool (or its KV cache arrives at the decode pool); with ``start``,
         its replica starts an iteration if idle (or cuts a run of decode steps short)."""
         replica = self._route(pool)
@@ -351,7 +237,7 @@ class Engine:
             self._wake(replica, time)
         return replica
 
-    def _wake(self, replica: _Replica, time: float) -> None:
+    def _wake(self, replica: ReplicaState, time: float) -> None:
         """A request is waiting at ``replica``: start an iteration if it is idle, else cut its run
         of decode steps at the next step boundary."""
         if not replica.busy:
@@ -359,7 +245,7 @@ class Engine:
         elif replica.stride > 1:
             self._split(replica, time)
 
-    def _split(self, replica: _Replica, time: float) -> None:
+    def _split(self, replica: ReplicaState, time: float) -> None:
         """Cut a run of decode steps at the first step boundary after ``time`` (a request has come)."""
         per_step = replica.duration / replica.stride
         done = max(math.ceil((time - replica.started) / per_step - 1e-9), 1)
@@ -375,7 +261,7 @@ class Engine:
 
     # --- forming an iteration ---------------------------------------------------------------
 
-    def _kv_used(self, rank: _Rank, step: int) -> float:
+    def _kv_used(self, rank: RankState, step: int) -> float:
         if self.reserve:
             return rank.used
         if self.local_kv:
@@ -383,7 +269,7 @@ class Engine:
         growth = self.growth
         return rank.used + rank.context_base + rank.num_decoding * (step * growth + self.block / 2.0)
 
-    def _kv_growth(self, rank: _Rank) -> float:
+    def _kv_growth(self, rank: RankState) -> float:
         """KV tokens a rank's decoding sequences add per step (on-demand)."""
         return rank.kv_slope if self.local_kv else rank.num_decoding * self.growth
 
@@ -397,7 +283,7 @@ class Engine:
             reserved = self.reserved_cache[tokens] = self.deployment.kv_reserved_tokens(tokens)
         return reserved
 
-    def _start(self, replica: _Replica, time: float, formed_s: float | None = None) -> None:
+    def _start(self, replica: ReplicaState, time: float, formed_s: float | None = None) -> None:
         """Form and launch the next iteration of ``replica`` at ``time`` (idle if nothing to run)
         from the requests that had come by ``formed_s`` (default ``time``), when an overlap
         scheduler formed it; with nothing else to run it takes every request there."""
@@ -432,7 +318,7 @@ class Engine:
         self._record(replica, time, duration, steps)
 
     def _stretch(
-        self, replica: _Replica, time: float, duration: float, shape: tuple[Any, ...]
+        self, replica: ReplicaState, time: float, duration: float, shape: tuple[Any, ...]
     ) -> tuple[int, float]:
         """(decode steps, seconds) to run at once while nothing can change the batch: no prompt,
         nobody waiting, no completion before the next finish step, no arrival (or, when replicas
@@ -455,7 +341,7 @@ class Engine:
         last = replica.seconds(decoding, context + (limit - 1) * self.growth, prompt, attended, total)
         return limit, limit * (duration + last) / 2.0
 
-    def _continue_prompts(self, replica: _Replica) -> list[float]:
+    def _continue_prompts(self, replica: ReplicaState) -> list[float]:
         """Token budget left per rank after decodes and the chunks of prompts in progress;
         fills ``replica.pending`` with the prompts this iteration completes and ``self.chunks``."""
         budgets = []
@@ -472,7 +358,7 @@ class Engine:
             budgets.append(left)
         return budgets
 
-    def _chunk(self, replica: _Replica, rank: _Rank, request: int, left: float) -> float:
+    def _chunk(self, replica: ReplicaState, rank: RankState, request: int, left: float) -> float:
         done = self.prefill_done[request]
         tokens = min(self.prefill_length[request] - done, left, replica.max_chunk_tokens)
         if tokens <= 0:
@@ -483,7 +369,7 @@ class Engine:
             replica.pending.append((request, rank))
         return float(tokens)
 
-    def _admission_need(self, replica: _Replica, request: int) -> float:
+    def _admission_need(self, replica: ReplicaState, request: int) -> float:
         """KV tokens (whole blocks) a request takes on admission: its prompt (on-demand), its
         prompt and output (reserve); a transferred sequence its context now (+ output: reserve);
         and a hybrid's Mamba-2 state, held whatever the length, in tokens of the cache. Local
@@ -502,7 +388,9 @@ class Engine:
         tokens += replica.state_tokens
         return float(-(-tokens // block) * block)
 
-    def _pick_rank(self, replica: _Replica, budgets: list[float], need: float, prompt: float) -> int | None:
+    def _pick_rank(
+        self, replica: ReplicaState, budgets: list[float], need: float, prompt: float
+    ) -> int | None:
         """The rank the router places a request on (``None``: no rank has room for it now); with
         whole-prompt steps a rank takes a ``prompt``-token prompt only whole, unless its budget
         is untouched (a prompt longer than the budget then runs in chunks: ``simulate`` refuses
@@ -529,7 +417,7 @@ class Engine:
                 best = index
         return best
 
-    def _admit(self, replica: _Replica, budgets: list[float], time: float, formed_s: float) -> None:
+    def _admit(self, replica: ReplicaState, budgets: list[float], time: float, formed_s: float) -> None:
         """Admit waiting requests in arrival order while a rank has room (see the module), those
         that had come by ``formed_s``."""
         waiting, entered = replica.waiting, self.entered
@@ -568,7 +456,7 @@ class Engine:
                 budgets[index] -= self._chunk(replica, rank, request, budgets[index])
 
     def _shape(
-        self, replica: _Replica, budgets: list[float]
+        self, replica: ReplicaState, budgets: list[float]
     ) -> tuple[int, float, float, float, float] | None:
         """(decoding sequences, their mean context, prompt tokens, prompts' attended context,
         stage tokens) of the busiest rank, or ``None`` when the replica has nothing to run.
@@ -626,7 +514,7 @@ class Engine:
 
     def _prompt_only_shape(
         self,
-        ranks: list[_Rank],
+        ranks: list[RankState],
         prompt: dict[int, list[float]] | None,
         total_prompt: float,
         total_weighted: float,
@@ -640,7 +528,7 @@ class Engine:
         self.balance = total_prompt / len(ranks) / tokens
         return 0, 0.0, max(tokens, floor), weighted / tokens, total_prompt
 
-    def _record(self, replica: _Replica, time: float, duration: float, steps: int) -> None:
+    def _record(self, replica: ReplicaState, time: float, duration: float, steps: int) -> None:
         """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
         running, the fullest rank's KV use, decode steps, attention-DP balance, the pause that
         prompt-only steps made just before it and how many of its sequences that pause held back
@@ -681,7 +569,7 @@ class Engine:
 
     # --- ending an iteration ----------------------------------------------------------------
 
-    def _end(self, replica: _Replica, time: float) -> None:
+    def _end(self, replica: ReplicaState, time: float) -> None:
         replica.step += replica.stride
         step = replica.step
         finishing = replica.finishing
@@ -697,11 +585,11 @@ class Engine:
         formed_s = time - replica.duration / max(replica.stride, 1) if self.ahead else None
         self._start(replica, time, formed_s)
 
-    def _release(self, rank: _Rank, request: int) -> None:
+    def _release(self, rank: RankState, request: int) -> None:
         rank.used -= self.held[request]
         self.held[request] = 0.0
 
-    def _prompt_done(self, replica: _Replica, rank: _Rank, request: int, time: float) -> None:
+    def _prompt_done(self, replica: ReplicaState, rank: RankState, request: int, time: float) -> None:
         rank.prefilling.remove(request)
         finished = self.passes_left[request] == 0
         # a prefill pool's prompt reaches its user when the decode pool takes it (after the KV
@@ -722,7 +610,7 @@ class Engine:
         else:
             self._join(replica, rank, request, float(self.prefill_length[request]))
 
-    def _join(self, replica: _Replica, rank: _Rank, request: int, context: float) -> None:
+    def _join(self, replica: ReplicaState, rank: RankState, request: int, context: float) -> None:
         """Start decoding ``request`` on ``rank`` with ``context`` tokens cached. With local
         attention layers its KV use starts at what it holds at most up to ``context``
         (:meth:`_reserved`, as its admission counted it) and grows by what a token adds: on every
@@ -743,7 +631,7 @@ class Engine:
             rank.kv_base += self.join_kv[request]
         heapq.heappush(replica.finishing, (step + self.passes_left[request], self.epoch[request], request))
 
-    def _leave_decode(self, request: int) -> _Rank:
+    def _leave_decode(self, request: int) -> RankState:
         rank = self.rank_for[request]
         assert rank is not None
         rank.num_decoding -= 1
@@ -755,7 +643,7 @@ class Engine:
         self._release(rank, request)
         return rank
 
-    def _complete(self, replica: _Replica, request: int, time: float) -> None:
+    def _complete(self, replica: ReplicaState, request: int, time: float) -> None:
         self.state[request] = DONE
         self.finish[request] = time
         self.num_running -= 1
@@ -768,7 +656,7 @@ class Engine:
 
     # --- preemption ---------------------------------------------------------------------------
 
-    def _make_room(self, replica: _Replica) -> float:
+    def _make_room(self, replica: ReplicaState) -> float:
         """Preempt the newest sequences of ranks whose decodes would overflow their KV pool."""
         extra_s = 0.0
         step = replica.step
@@ -782,7 +670,7 @@ class Engine:
         sequence."""
         return self.deployment.kv_equivalent_tokens(context) if self.local_kv else context
 
-    def _preempt(self, replica: _Replica, rank: _Rank) -> float:
+    def _preempt(self, replica: ReplicaState, rank: RankState) -> float:
         running = rank.running
         while running:
             victim = running.pop()
@@ -821,14 +709,14 @@ class Engine:
         self.prefill_done[victim] = 0
         return self._requeue(replica, victim)
 
-    def _requeue(self, replica: _Replica, victim: int) -> float:
+    def _requeue(self, replica: ReplicaState, victim: int) -> float:
         self.state[victim] = WAITING
         replica.waiting.appendleft(victim)
         self.num_waiting += 1
         self.num_running -= 1
         return 0.0
 
-    def _resume_swapped(self, replica: _Replica) -> float:
+    def _resume_swapped(self, replica: ReplicaState) -> float:
         extra_s = 0.0
         step = replica.step
         for rank in replica.ranks:
@@ -852,37 +740,19 @@ class Engine:
         """Requests that have arrived and wait for admission (or, in the decode pool, for a slot)."""
         return [request for replica in self._replicas() for request in replica.waiting]
 
-    def _replicas(self) -> list[_Replica]:
+    def _replicas(self) -> list[ReplicaState]:
         return self.front if self.back is self.front else [*self.front, *self.back]
 
     def _output(self) -> EngineOutput:
-        table = np.array(self.records, dtype=np.float64).reshape(-1, RECORD_WIDTH)
-        records = [table[:, column] for column in range(RECORD_WIDTH)]
-        return EngineOutput(
-            arrival_s=np.asarray(self.arrival, dtype=np.float64),
-            first_token_s=np.asarray(self.first, dtype=np.float64),
-            finish_s=np.asarray(self.finish, dtype=np.float64),
-            input_tokens=np.asarray(self.input, dtype=np.int64),
-            output_tokens=np.asarray(self.output, dtype=np.int64),
-            iteration_start_s=records[0],
-            iteration_s=records[1],
-            iteration_decode_sequences=records[2],
-            iteration_prefill_tokens=records[3],
-            iteration_queue=records[4],
-            iteration_running=records[5],
-            iteration_kv_use=records[6],
+        timers = {id(r.pool.timer): r.pool.timer for r in (*self.front, *self.back)}
+        return EngineOutput.from_records(
+            self.records,
+            (self.arrival, self.first, self.finish, self.input, self.output),
             num_in_flight=sum(1 for state in self.state if state not in (WAITING, DONE))
             + len(self.waiting_requests()),
-            iteration_steps=records[7],
-            iteration_balance=records[8],
-            iteration_pause_s=records[9],
-            iteration_paused_sequences=records[10],
             num_preemptions=self.num_preemptions,
             num_swaps=self.num_swaps,
-            cost_evaluations=sum(
-                timer.evaluations
-                for timer in {id(r.pool.timer): r.pool.timer for r in (*self.front, *self.back)}.values()
-            ),
+            cost_evaluations=sum(timer.evaluations for timer in timers.values()),
         )
 
 
