@@ -20,7 +20,7 @@ from lightspeed.workload import (
     resolve_model,
     resolve_model_entry,
 )
-from lightspeed.workload.registry import parse_model
+from lightspeed.workload.model_file import parse_model
 
 if sys.version_info >= (3, 11):
     import tomllib

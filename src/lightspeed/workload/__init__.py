@@ -56,16 +56,9 @@ if TYPE_CHECKING:
         training_flop,
     )
     from lightspeed.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config
+    from lightspeed.workload.model_file import ModelEntry, PublishedCounts, Reference
     from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec, RecurrentMixer
-    from lightspeed.workload.registry import (
-        ModelEntry,
-        ModelRegistry,
-        PublishedCounts,
-        Reference,
-        builtin_model_files,
-        load_model_file,
-        load_models,
-    )
+    from lightspeed.workload.registry import ModelRegistry, builtin_model_files, load_model_file, load_models
     from lightspeed.workload.spec import AttentionSpec, MoESpec, TransformerSpec
     from lightspeed.workload.summary import (
         ModelRow,

@@ -45,7 +45,7 @@ from lightspeed.errors import UnknownNameError
 from lightspeed.paths import package_data
 from lightspeed.records import Record
 from lightspeed.units import bytes_per_element
-from lightspeed.workload.registry import parse_references
+from lightspeed.workload.model_file import parse_references
 from lightspeed.workload.spec import TransformerSpec
 
 

@@ -21,13 +21,8 @@ from lightspeed.workload.attention import kv_bytes_per_token_past_span, kv_cache
 from lightspeed.workload.counts import ParameterCounts, kv_cache_bytes_per_token, parameter_counts
 from lightspeed.workload.flops import CONVENTIONS, FlopsPerToken, flops_per_token
 from lightspeed.workload.hf_config import spec_from_hf_config
-from lightspeed.workload.registry import (
-    ModelEntry,
-    ModelRegistry,
-    PublishedCounts,
-    Reference,
-    load_model_file,
-)
+from lightspeed.workload.model_file import ModelEntry, PublishedCounts, Reference
+from lightspeed.workload.registry import ModelRegistry, load_model_file
 from lightspeed.workload.spec import TransformerSpec
 
 # Storage formats ``model show`` lists: dense floats and the block-scaled FP4 formats.
@@ -134,7 +129,7 @@ def _local_span(spec: TransformerSpec) -> int | None:
 
 def _active_as_published(counts: ParameterCounts, published: PublishedCounts | None) -> int | None:
     """The active parameters counted as ``published`` counts its active figure
-    (:data:`~lightspeed.workload.registry.ACTIVE_COUNTS`); ``None`` without that figure."""
+    (:data:`~lightspeed.workload.model_file.ACTIVE_COUNTS`); ``None`` without that figure."""
     if published is None or not published.active_params:
         return None
     basis = published.active_counts

@@ -75,7 +75,7 @@ from lightspeed.sol.validation.rows import (
 )
 from lightspeed.workload import ModelRegistry, TransformerSpec
 from lightspeed.workload.flops import get_convention
-from lightspeed.workload.registry import parse_model
+from lightspeed.workload.model_file import parse_model
 
 SCHEMA_VERSION: Final = 1
 _Spec = TypeVar("_Spec", TrainingRowSpec, InferenceRowSpec)
