@@ -26,7 +26,8 @@ from lightspeed.catalog import Catalog, load_catalog
 from lightspeed.sol.validation.infer_rows import read_inference_row
 from lightspeed.sol.validation.published import PublishedRow, read_table
 from lightspeed.sol.validation.rows import read_training_row
-from lightspeed.sol.validation.structured import PublishedRun, dump_runs
+from lightspeed.sol.validation.structured import PublishedRun
+from lightspeed.sol.validation.structured_writer import dump_runs
 from lightspeed.workload import ModelRegistry, load_models
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,8 @@ from lightspeed.sol.infer.plan import InferencePlan
 from lightspeed.sol.serve import ArrivalProcess, LengthDistribution, ServingWorkload, simulate
 from lightspeed.sol.validation.infer_load import latency_percentile
 from lightspeed.sol.validation.predict_runs import validate_builtin
-from lightspeed.sol.validation.structured import dump_runs, load_published_runs
+from lightspeed.sol.validation.structured import load_published_runs
+from lightspeed.sol.validation.structured_writer import dump_runs
 from lightspeed.workload import ModelRegistry
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -15,7 +15,8 @@ from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol import validate_published
 from lightspeed.sol.validation.predict_runs import validate_builtin
-from lightspeed.sol.validation.structured import PublishedRun, dump_runs, load_published_runs
+from lightspeed.sol.validation.structured import PublishedRun, load_published_runs
+from lightspeed.sol.validation.structured_writer import dump_runs
 from lightspeed.sol.validation.validate import ValidationReport
 from lightspeed.workload import ModelRegistry
 

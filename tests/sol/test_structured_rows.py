@@ -19,9 +19,9 @@ from lightspeed.sol.validation.structured import (
     METRIC_UNITS,
     PublishedRun,
     builtin_runs_file,
-    dump_runs,
     load_published_runs,
 )
+from lightspeed.sol.validation.structured_writer import dump_runs
 from lightspeed.workload import ModelRegistry
 
 PUBLISHERS = {"NVIDIA", "Meta", "DeepSeek", "MosaicML", "Trainy", "LMSYS"}
