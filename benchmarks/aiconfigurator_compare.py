@@ -47,7 +47,7 @@ from _peers import (  # a sibling script
 
 from lightspeed.catalog import load_catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.infer_rows import inference_row_setup
+from lightspeed.sol.validation.infer_predict import inference_row_setup
 from lightspeed.sol.validation.published import read_table
 from lightspeed.workload import load_models
 

@@ -55,7 +55,7 @@ from lightspeed.sol.validation.band_calibration import (
     fit_residuals,
     table_residuals,
 )
-from lightspeed.sol.validation.infer_rows import inference_predictor
+from lightspeed.sol.validation.infer_predict import inference_predictor
 from lightspeed.sol.validation.validate import validate_published
 from lightspeed.workload import load_models
 

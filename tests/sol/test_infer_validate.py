@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol import inference_predictor, validate_published
-from lightspeed.sol.validation.infer_rows import InferenceRowSetup, _load, _metric, inference_row_setup
+from lightspeed.sol.validation.infer_predict import InferenceRowSetup, inference_row_setup
+from lightspeed.sol.validation.infer_rows import _load, _metric
 from lightspeed.sol.validation.published import PublishedRow, RowError, read_table
 from lightspeed.workload import ModelRegistry
 

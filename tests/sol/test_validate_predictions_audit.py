@@ -18,7 +18,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.report.validation_rows import render_validation_explained
 from lightspeed.sol.validation.fit_report import error_summary
-from lightspeed.sol.validation.infer_rows import inference_predictor
+from lightspeed.sol.validation.infer_predict import inference_predictor
 from lightspeed.sol.validation.published import read_table
 from lightspeed.sol.validation.rows import row_setup
 from lightspeed.sol.validation.validate import (

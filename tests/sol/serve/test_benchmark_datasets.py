@@ -10,7 +10,7 @@ import pytest
 from lightspeed.catalog import Catalog
 from lightspeed.errors import DataFileError
 from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset, load_benchmark_datasets
-from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
+from lightspeed.sol.validation.infer_predict import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import read_table
 from lightspeed.workload import ModelRegistry
 

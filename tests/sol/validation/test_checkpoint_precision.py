@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lightspeed.catalog import Catalog
-from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
+from lightspeed.sol.validation.infer_predict import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import RowError, read_table
 from lightspeed.workload import ModelRegistry
 

@@ -17,7 +17,7 @@ from lightspeed.cli.options import DRAFT_TOKENS
 from lightspeed.errors import LightspeedError
 from lightspeed.sol.infer.plan import MAX_DRAFT_TOKENS
 from lightspeed.sol.validation.hardware_text import gpu_count, read_hardware, row_gpus
-from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_row_setup
+from lightspeed.sol.validation.infer_predict import InferenceRowSetup, inference_row_setup
 from lightspeed.sol.validation.published import (
     PublishedRow,
     RowError,

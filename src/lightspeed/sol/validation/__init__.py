@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
-    from lightspeed.sol.validation.infer_rows import inference_predictor
+    from lightspeed.sol.validation.infer_predict import inference_predictor
     from lightspeed.sol.validation.predict_runs import validate_builtin
     from lightspeed.sol.validation.validate import ValidationReport, ValidationRow, validate_published
 

@@ -41,7 +41,11 @@ from lightspeed.records import Record
 from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stacks
 from lightspeed.sol.core.stacks import Stack, caps_off, default_stack_name, load_stack, load_stacks
 from lightspeed.sol.core.uncertainty import family_name, speed_residual
-from lightspeed.sol.validation.infer_rows import InferenceRowSetup, inference_setup, predict_inference_setup
+from lightspeed.sol.validation.infer_predict import (
+    InferenceRowSetup,
+    inference_setup,
+    predict_inference_setup,
+)
 from lightspeed.sol.validation.predict_runs import label_of
 from lightspeed.sol.validation.rows import RowSetup, training_setup
 from lightspeed.sol.validation.structured import PublishedRun

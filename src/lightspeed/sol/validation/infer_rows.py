@@ -1,4 +1,5 @@
-"""Predict published inference rows (``kind = infer`` in ``published-dev.tsv``).
+"""Read published inference rows (``kind = infer`` in ``published-dev.tsv``) into typed fields
+(:class:`InferenceRowSpec`); :mod:`lightspeed.sol.validation.infer_predict` predicts them.
 
 Rules for reading a row (documented in ``docs/inference.md``; the same for every row). The parallel
 layout and serving plan (parallelism, attention data parallelism, batch caps, speculative
@@ -68,18 +69,10 @@ release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
-from lightspeed.catalog import Catalog, Cluster
-from lightspeed.errors import UserInputError
-from lightspeed.records import Record
-from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.serving_stacks import ServingStack, load_serving_stack
-from lightspeed.sol.core.uncertainty import band_for, family_of
-from lightspeed.sol.core.uncertainty import load_bands as shipped_bands
-from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
+from lightspeed.catalog import Catalog
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.benchmark_datasets import find_benchmark_dataset
 from lightspeed.sol.serve.mlperf_inference import load_mlperf_workload
@@ -128,7 +121,6 @@ from lightspeed.sol.validation.infer_load import (
     row_rate,
     row_requests,
     sends_all_at_once,
-    simulate_row,
 )
 from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
 from lightspeed.sol.validation.plausibility import check_serving_figure
@@ -136,7 +128,6 @@ from lightspeed.sol.validation.published import PublishedRow, integer_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell, split_pieces
 from lightspeed.sol.validation.row_model import registry_name, resolve_model
 from lightspeed.sol.validation.rows import RunSpec, choose_reading, row_year
-from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (
@@ -153,23 +144,6 @@ INFERENCE_METRICS = (
     "itl_s",
     "request_latency_s",
 )
-
-
-@dataclass(frozen=True)
-class InferenceRowSetup(Record):
-    """Everything needed to predict one inference row, plus what was assumed."""
-
-    model: TransformerSpec
-    plan: InferencePlan
-    load: ServingLoad
-    batching: str
-    metric: str
-    measured: float
-    assumptions: tuple[str, ...]
-    reading: Reading | None = None
-    readings: tuple[Reading, ...] = ()
-    serving: ServingStack | None = None
-    simulation: RowSimulation | None = None
 
 
 # Words that name a checkpoint's format or tuning, not its architecture ("Llama 4 Maverick
@@ -576,9 +550,9 @@ class InferenceRowSpec(RunSpec):
     structured rows hold and what the TSV reader makes of a row. ``serving`` names the profile of
     the server the run used (``docs/inference.md``); ``simulation`` how the TSV reader found a
     load-dependent figure is to be simulated (an MLPerf scenario, a request rate or count), else
-    ``None``: :func:`inference_setup` simulates continuous batching at a concurrency or rate from
-    ``load`` alone; ``overlap_scheduler`` the scheduling the row's server flags state
-    (:func:`stated_overlap`), ``None`` where they state none."""
+    ``None``: :func:`~lightspeed.sol.validation.infer_predict.inference_setup` simulates continuous
+    batching at a concurrency or rate from ``load`` alone; ``overlap_scheduler`` the scheduling the
+    row's server flags state (:func:`stated_overlap`), ``None`` where they state none."""
 
     plan: InferencePlan
     load: ServingLoad
@@ -709,192 +683,8 @@ def _row_load(row: PublishedRow, num_gpus: int = 1) -> tuple[ServingLoad, str, s
     return load, "continuous", simulation.note, simulation
 
 
-def inference_setup(
-    spec: InferenceRowSpec, catalog: Catalog, *, serving: ServingStack | None = None
-) -> tuple[InferenceRowSetup, Cluster]:
-    """(setup, cluster) of a typed inference row, on its own serving profile or on ``serving``."""
-    chosen = serving or load_serving_stack(spec.serving)
-    if serving is None and spec.overlap_scheduler is not None:
-        chosen = replace(chosen, overlap_scheduler=spec.overlap_scheduler)
-    cluster, cluster_notes = cluster_of(catalog, spec.hardware, spec.num_gpus)
-    notes = [*spec.assumptions, *cluster_notes]
-    if chosen.name != spec.serving:
-        notes.append(f"predicted on the serving profile {chosen.name}, not the run's own {spec.serving}")
-    setup = InferenceRowSetup(
-        spec.model,
-        spec.plan,
-        spec.load,
-        spec.batching,
-        spec.metric,
-        spec.measured,
-        tuple(notes),
-        spec.reading,
-        spec.readings,
-        chosen,
-        spec.simulation or load_simulation(spec.load, spec.batching),
-    )
-    return setup, cluster
-
-
-def inference_row_setup(
-    row: PublishedRow, catalog: Catalog, registry: ModelRegistry
-) -> tuple[InferenceRowSetup, Cluster]:
-    """(setup, cluster) of an inference row of a table (see the module docstring for the rules)."""
-    return inference_setup(read_inference_row(row, catalog, registry), catalog)
-
-
-def _value(estimate: InferenceEstimate, metric: str) -> float:
-    load = estimate.load
-    sides = {
-        "total_tokens_per_s": load.input_tokens + load.output_tokens,
-        "input_tokens_per_s": load.input_tokens,
-    }
-    side = sides.get(metric.removesuffix("_per_gpu"))
-    if side is not None:
-        rate = estimate.requests_per_s * side
-        return rate / estimate.num_gpus if metric.endswith("_per_gpu") else rate
-    if metric == "itl_s":  # every gap of a steady batch is one decode iteration
-        return estimate.tpot_s
-    if metric == "request_latency_s":
-        return estimate.ttft_s + (load.output_tokens - 1) * estimate.tpot_s
-    return float(getattr(estimate, metric))
-
-
-def inference_predictor(
-    efficiency: EfficiencyModel | None = None, *, load_bands: bool = True
-) -> Callable[[PublishedRow, Catalog, ModelRegistry], ValidationRow]:
-    """A predictor for :func:`~lightspeed.sol.validation.validate.validate_published`'s ``infer``
-    argument; ``load_bands`` off skips the two runs that draw a latency under load its band (the
-    family's band is drawn instead), for callers that read only the predictions."""
-
-    def predict(row: PublishedRow, catalog: Catalog, registry: ModelRegistry) -> ValidationRow:
-        setup, cluster = inference_row_setup(row, catalog, registry)
-        label = RowLabel(row.row_id, row.text("source"))
-        return predict_inference_setup(label, setup, cluster, efficiency, load_bands=load_bands)
-
-    return predict
-
-
-def predict_inference_setup(
-    label: RowLabel,
-    setup: InferenceRowSetup,
-    cluster: Cluster,
-    efficiency: EfficiencyModel | None = None,
-    *,
-    load_bands: bool = True,
-) -> ValidationRow:
-    """The prediction of an inference row from its setup (the fit script swaps ``setup.serving``):
-    simulated when the figure depends on load, else the analytic steady state. A latency measured
-    at an arrival rate gets its band under that load (:mod:`lightspeed.sol.serve.load_band`: two
-    more runs) unless ``load_bands`` is off (the fit script, which reads only the prediction)."""
-    family = family_of("infer", setup.model, cluster.system.accelerator)
-    band = band_for(shipped_bands(), family)
-    interval: tuple[float, float] | None = None
-    try:
-        if setup.simulation is not None:
-            percentile = (
-                reading_percentile(setup.metric, setup.reading.metric_text) if setup.reading else None
-            )
-            predicted, reached = simulate_row(
-                setup.simulation,
-                model=setup.model,
-                cluster=cluster,
-                plan=setup.plan,
-                metric=setup.metric,
-                serving=setup.serving,
-                efficiency=efficiency,
-                percentile=percentile,
-                band=band if load_bands else None,
-            )
-            notes = [setup.simulation.note]
-            if percentile is not None and setup.reading is not None:
-                notes.append(
-                    f"'{setup.reading.metric_text}': percentile {percentile:g} of the simulated requests' "
-                    f"{setup.metric}, not their mean"
-                )
-            if "settling_note" in reached:
-                notes.append(str(reached.pop("settling_note")))
-            if "interval_under_load" in reached:
-                low, high = reached["interval_under_load"]
-                interval = (min(low, predicted), max(high, predicted))
-                notes.append(str(reached.pop("interval_note")))
-            plan = {**setup.plan.to_dict(), "simulated": setup.simulation.mode, **reached}
-            # the engine's own assumptions (weights and GEMMs, KV cache, efficiency), as plan infer
-            # prints them for the same plan: the simulation prices its steps with that engine
-            engine = _engine_assumptions(setup, cluster, efficiency)
-            assumptions = tuple(dict.fromkeys((*setup.assumptions, *notes, *engine)))
-        else:
-            predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
-    except UserInputError as error:
-        raise RowError(str(error)) from None
-    return predicted_row(
-        label,
-        kind="infer",
-        metric=setup.metric,
-        measured=setup.measured,
-        predicted=predicted,
-        plan=plan,
-        assumptions=assumptions,
-        reading=setup.reading,
-        readings=setup.readings,
-        band=band,
-        interval=interval,
-        stack=setup.serving.name if setup.serving is not None else "",
-        family=family,
-    )
-
-
-def _estimate(
-    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
-) -> InferenceEstimate:
-    """The analytic steady state of the row's plan and load."""
-    return estimate_inference(
-        model=setup.model,
-        cluster=cluster,
-        plan=setup.plan,
-        load=setup.load,
-        efficiency=efficiency,
-        batching=setup.batching,
-        serving=setup.serving,
-    )
-
-
-def _engine_assumptions(
-    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
-) -> tuple[str, ...]:
-    """The engine's assumptions on the row's plan (weights and GEMMs, KV cache, efficiency), with
-    which the simulation prices its steps. A load the steady state refuses (an arrival rate above
-    what the plan serves, which the simulation queues) is taken at the plan's own batch: these
-    assumptions do not depend on it."""
-    try:
-        return _estimate(setup, cluster, efficiency).assumptions
-    except UserInputError:
-        unloaded = replace(setup.load, arrival_rate_per_s=None, concurrency=None)
-        return _estimate(replace(setup, load=unloaded), cluster, efficiency).assumptions
-
-
-def _analytic(
-    setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
-) -> tuple[float, dict[str, object], tuple[str, ...]]:
-    estimate = _estimate(setup, cluster, efficiency)
-    plan = {
-        **setup.plan.to_dict(),
-        "batch_per_replica": estimate.batch_per_replica,
-        "max_batch": estimate.max_batch,
-        "ttft_s": estimate.ttft_s,
-        "tpot_s": estimate.tpot_s,
-        "bound": estimate.bound,
-    }
-    return _value(estimate, setup.metric), plan, setup.assumptions + estimate.assumptions
-
-
 __all__ = [
     "INFERENCE_METRICS",
-    "InferenceRowSetup",
     "InferenceRowSpec",
-    "inference_predictor",
-    "inference_row_setup",
-    "inference_setup",
-    "predict_inference_setup",
     "read_inference_row",
 ]

@@ -21,7 +21,7 @@ from lightspeed.errors import LightspeedError
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.stacks import Stack
-from lightspeed.sol.validation.infer_rows import inference_setup, predict_inference_setup
+from lightspeed.sol.validation.infer_predict import inference_setup, predict_inference_setup
 from lightspeed.sol.validation.rows import training_setup
 from lightspeed.sol.validation.structured import PublishedRun, builtin_runs_file, load_published_runs
 from lightspeed.sol.validation.validate import (
