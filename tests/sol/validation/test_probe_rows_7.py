@@ -10,9 +10,9 @@ import pytest
 
 from lightspeed.catalog import Catalog
 from lightspeed.sol.core.serving_stacks import load_serving_stack
-from lightspeed.sol.validation.infer_layout import _names_speculation
 from lightspeed.sol.validation.infer_lengths import input_output, stated_concurrency
 from lightspeed.sol.validation.infer_load import names_mlperf, row_requests
+from lightspeed.sol.validation.infer_speculation import _names_speculation
 from lightspeed.sol.validation.infer_stack import stated_overlap
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import read_cell

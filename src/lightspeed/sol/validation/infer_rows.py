@@ -2,8 +2,9 @@
 (:class:`InferenceRowSpec`); :mod:`lightspeed.sol.validation.infer_predict` predicts them.
 
 Rules for reading a row (documented in ``docs/inference.md``; the same for every row). The parallel
-layout and serving plan (parallelism, attention data parallelism, batch caps, speculative
-decoding) are read by :mod:`lightspeed.sol.validation.infer_layout`, the weights', activations' and
+layout and serving plan (parallelism, attention data parallelism, batch caps) are read by
+:mod:`lightspeed.sol.validation.infer_layout`, speculative decoding by
+:mod:`lightspeed.sol.validation.infer_speculation`, the weights', activations' and
 KV cache's formats by :mod:`lightspeed.sol.validation.infer_precision`, the phrases of token lengths,
 batches and concurrency by :mod:`lightspeed.sol.validation.infer_lengths`, the serving stack and its
 release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the rest:
@@ -91,7 +92,6 @@ from lightspeed.sol.validation.infer_layout import (
     gpus_from_layout,
     stated_cap,
     stated_layout,
-    stated_speculation,
     unstated_tp,
 )
 from lightspeed.sol.validation.infer_lengths import (
@@ -122,6 +122,7 @@ from lightspeed.sol.validation.infer_load import (
     row_requests,
     sends_all_at_once,
 )
+from lightspeed.sol.validation.infer_speculation import stated_speculation
 from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
 from lightspeed.sol.validation.plausibility import check_serving_figure
 from lightspeed.sol.validation.published import PublishedRow, integer_cell
