@@ -125,10 +125,11 @@ from lightspeed.sol.validation.infer_load import (
 from lightspeed.sol.validation.infer_speculation import stated_speculation
 from lightspeed.sol.validation.infer_stack import row_serving_stack, stated_overlap
 from lightspeed.sol.validation.plausibility import check_serving_figure
+from lightspeed.sol.validation.predicted_readings import choose_reading
 from lightspeed.sol.validation.published import PublishedRow, integer_cell
 from lightspeed.sol.validation.readings import Reading, RowError, read_cell, split_pieces
 from lightspeed.sol.validation.row_model import registry_name, resolve_model
-from lightspeed.sol.validation.rows import RunSpec, choose_reading, row_year
+from lightspeed.sol.validation.rows import RunSpec, row_year
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 INFERENCE_METRICS = (

@@ -65,10 +65,10 @@ from lightspeed.sol.train.plan import EP_DISPATCHERS
 from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.plausibility import check_serving_figure, check_training_figure
+from lightspeed.sol.validation.predicted_readings import TRAIN_METRICS_NEEDING_TOKENS
 from lightspeed.sol.validation.readings import STRUCTURED_ROW, Reading, RowError, utilization_problem
 from lightspeed.sol.validation.rows import METRICS as TRAIN_METRICS
 from lightspeed.sol.validation.rows import (
-    TRAIN_METRICS_NEEDING_TOKENS,
     FlopCount,
     PlanSpec,
     TrainingRowSpec,
