@@ -13,8 +13,8 @@ from lightspeed.sol.validation.infer_layout import stated_layout
 from lightspeed.sol.validation.infer_load import row_requests
 from lightspeed.sol.validation.infer_precision import precision
 from lightspeed.sol.validation.infer_rows import _load
+from lightspeed.sol.validation.metric_keys import infer_key
 from lightspeed.sol.validation.published import PublishedRow, RowError, degree_cell
-from lightspeed.sol.validation.readings import infer_key
 from lightspeed.sol.validation.rows import read_plan
 from lightspeed.workload import ModelRegistry
 from probes import probe

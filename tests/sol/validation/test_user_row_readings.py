@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from lightspeed.sol.validation.metric_keys import not_predicted_reason
 from lightspeed.sol.validation.published import RowError
-from lightspeed.sol.validation.readings import not_predicted_reason, parse_value, read_cell
+from lightspeed.sol.validation.readings import parse_value, read_cell
 
 
 def _only(metric: str, measured: str):

@@ -17,7 +17,8 @@ from typing import Final
 
 from lightspeed.catalog import Accelerator
 from lightspeed.sol.core.stacks import Stack
-from lightspeed.sol.validation.readings import Reading, RowError, not_predicted_reason
+from lightspeed.sol.validation.metric_keys import not_predicted_reason
+from lightspeed.sol.validation.readings import Reading, RowError
 from lightspeed.workload import TransformerSpec, parameter_counts
 
 TRAIN_METRICS_NEEDING_TOKENS = ("gpu_hours", "time_to_train_s")
