@@ -298,9 +298,19 @@ def prepare_run_dir(run_dir: Path) -> None:
     (run_dir / MARKER).write_text("made by examples/train_tiny_gpt.py\n", encoding="utf-8")
 
 
-def run_child(argv: list[str]) -> int:
+def run_child(argv: list[str]) -> tuple[int, str]:
+    """Run one segment; its exit code and the last line of its stderr (passed on as it came)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", *argv]
-    return subprocess.run(command, check=False).returncode
+    completed = subprocess.run(command, check=False, stderr=subprocess.PIPE, text=True, errors="replace")
+    sys.stderr.write(completed.stderr)
+    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
+    return completed.returncode, lines[-1] if lines else ""
+
+
+def segment_failure(segment: str, code: int, last_line: str) -> str:
+    """One line for a segment that ended otherwise than planned, with its own last word (a
+    traceback's last line says why; the tour shows the example's last line)."""
+    return f"error: the {segment} segment exited with {code}: {last_line or 'no error message'}"
 
 
 def without_option(argv: list[str], option: str) -> list[str]:
@@ -323,17 +333,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args)
         return 0
-    from lightspeed.errors import require_extra
+    from lightspeed.errors import LightspeedError, require_extra
 
-    require_extra("torch", "bench", "the tiny GPT example")
+    try:
+        require_extra("torch", "bench", "the tiny GPT example")
+    except LightspeedError as error:  # missing, or installed but broken: one line, not a traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     prepare_run_dir(args.run_dir)
-    first = run_child(raw)
-    if first != -signal.SIGKILL:
-        print(f"error: the first segment should have been killed, it exited with {first}", file=sys.stderr)
+    first, last_line = run_child(raw)
+    if first == 0:
+        print("error: the first segment should have been killed, it exited with 0", file=sys.stderr)
         return 1
-    second = run_child(without_option(raw, "--profile-trace"))
+    if first != -signal.SIGKILL:
+        print(segment_failure("first", first, last_line), file=sys.stderr)
+        return 1
+    second, last_line = run_child(without_option(raw, "--profile-trace"))
     if second != 0:
-        print(f"error: the resumed segment exited with {second}", file=sys.stderr)
+        print(segment_failure("resumed", second, last_line), file=sys.stderr)
         return 1
     report(args)
     return 0

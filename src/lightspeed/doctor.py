@@ -97,8 +97,10 @@ def run_checks(
 
     ``nvml`` and ``dcgm`` are stand-in modules (tests); ``ray_address`` defaults to
     ``$RAY_ADDRESS``, ``store`` to ``$LIGHTSPEED_STORE``; ``exporter`` is ``HOST:PORT`` or a URL of a
-    Prometheus exporter to scrape (none: not checked).
+    Prometheus exporter to scrape (none: not checked). A value given but empty (``--exporter ''``)
+    is a :class:`UserInputError`, not the option left out.
     """
+    _refuse_empty({"--exporter": exporter, "--ray-address": ray_address, "--dcgm-host": dcgm_host})
     backends = (
         check_nvml(nvml),
         check_dcgm(dcgm, hostname=dcgm_host),
@@ -112,6 +114,30 @@ def run_checks(
         platform=f"{platform.system()} {platform.machine()}",
         checks=(*extra_checks(), *backends),
     )
+
+
+# what each option takes, for the message that refuses an empty one
+_OPTION_FORMS: Final = {
+    "--exporter": "HOST:PORT or an http:// URL of a running 'lightspeed monitor serve' (e.g. 127.0.0.1:9400)",
+    "--ray-address": "HOST:PORT, ray://HOST:PORT or auto",
+    "--dcgm-host": "the host where DCGM's nv-hostengine runs (default localhost)",
+}
+
+
+def _refuse_empty(values: dict[str, str | None]) -> None:
+    """Refuse an option given with an empty or blank value: it would read as one left out.
+
+    >>> _refuse_empty({"--exporter": " "})
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: --exporter ' ' is empty: give HOST:PORT or an http:// URL of a \
+running 'lightspeed monitor serve' (e.g. 127.0.0.1:9400), or leave the option out
+    """
+    for option, value in values.items():
+        if value is not None and not value.strip():
+            raise UserInputError(
+                f"{option} {value!r} is empty: give {_OPTION_FORMS[option]}, or leave the option out"
+            )
 
 
 def extra_checks() -> tuple[Check, ...]:

@@ -22,7 +22,9 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 from typing import Final
 
 
@@ -306,9 +308,23 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def require_extra(module: str, extra: str, purpose: str) -> None:
-    """Raise :class:`MissingExtraError` unless ``module`` can be imported."""
-    import importlib.util
+def require_extra(module: str, extra: str, purpose: str, *, package: str | None = None) -> ModuleType:
+    """``module`` imported, or :class:`MissingExtraError` naming ``extra`` (``purpose`` says what needs it).
 
-    if importlib.util.find_spec(module) is None:
-        raise MissingExtraError(module, extra, purpose)
+    Finding the module is not enough: one that is installed but fails to import (a wheel built
+    for another CUDA or NumPy, a missing shared library) raises anything, and is reported the same
+    way, with the library's first line. ``package`` is the name pip installs (default: the module's
+    top-level package).
+
+    >>> require_extra("json", "none", "reading JSON").__name__
+    'json'
+    """
+    label = package or module.split(".", maxsplit=1)[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is not None and (module == error.name or module.startswith(error.name + ".")):
+            raise MissingExtraError(label, extra, purpose) from None
+        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None
+    except Exception as error:  # a broken install raises anything: ImportError, OSError, AttributeError
+        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None

@@ -39,6 +39,30 @@ PART_NAMES = {
 }
 
 
+# the significant digits a count in a headline keeps
+COUNT_DIGITS = 4
+
+
+def count_with_its_digits(count: float, digits: int = COUNT_DIGITS) -> str:
+    """:func:`~lightspeed.units.format_count` keeping the zeros that carry its digits: a count
+    with a prefix (K, M, ...) shows ``digits`` significant digits, so 1,000.4 tokens/s per GPU
+    reads ``1.000 K``, not ``1 K`` (as if known to one digit); one without shows every digit.
+
+    >>> count_with_its_digits(1000.45), count_with_its_digits(31_000), count_with_its_digits(520.3)
+    ('1.000 K', '31.00 K', '520.3')
+    >>> count_with_its_digits(128_057.4), count_with_its_digits(100.0)
+    ('128.1 K', '100')
+    """
+    text = format_count(count, digits)
+    number, _, prefix = text.partition(" ")
+    if not prefix or "e" in number:  # no prefix: whole numbers show every digit; scientific as it is
+        return text
+    missing = digits - sum(character.isdigit() for character in number)
+    if missing <= 0:
+        return text
+    return f"{number if '.' in number else number + '.'}{'0' * missing} {prefix}"
+
+
 def _plan_line(plan: TrainingPlan) -> str:
     etp = f" etp={plan.etp}" if plan.etp > 1 else ""
     degrees = f"tp={plan.tp} pp={plan.pp} dp={plan.dp} ep={plan.ep}{etp} cp={plan.cp} vpp={plan.vpp}"
@@ -63,8 +87,8 @@ def render_training_estimate(estimate: TrainingEstimate) -> None:
         ["step time", format_duration(step)],
         [
             "tokens/s",
-            f"{format_count(estimate.tokens_per_s)} "
-            f"({format_count(estimate.tokens_per_s / estimate.num_gpus)} per GPU)",
+            f"{count_with_its_digits(estimate.tokens_per_s)} "
+            f"({count_with_its_digits(estimate.tokens_per_s / estimate.num_gpus)} per GPU)",
         ],
         [
             "model TFLOP/s per GPU",

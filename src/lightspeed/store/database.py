@@ -130,6 +130,13 @@ def _finite_or_none(value: float | None) -> float | None:
     return number if math.isfinite(number) else None
 
 
+# how a run comes to be in a store (the fix of a 'latest' that names none)
+_SAVE_A_RUN: Final = (
+    "save one first with a command that saves results ('lightspeed bench', 'lightspeed monitor run', "
+    "'lightspeed tour'), or point LIGHTSPEED_STORE at the store that holds your runs"
+)
+
+
 class ResultsStore:
     """An open results store; use :func:`open_store` and close it (or use ``with``).
 
@@ -149,14 +156,28 @@ class ResultsStore:
     def _where(self) -> str:
         """The store for a message: its location; for an in-memory store standing in for one
         that does not exist (a command that reads files too), the store it stands in for."""
+        where, state = self._where_and_state()
+        return where if state is None else f"{where}, which {state}"
+
+    def _where_and_state(self) -> tuple[str, str | None]:
+        """The store for a message and, for an in-memory store standing in for another, what
+        that one is (``does not exist yet``), or ``None``."""
         if self.location != MEMORY_STORE:
-            return f"the results store {self.location}"
+            return f"the results store {self.location}", None
         stood_for = store_location(None)
         if stood_for.path is None:
-            return f"the results store at the database URL {stood_for.display}, which holds no results"
+            return f"the results store at the database URL {stood_for.display}", "holds no results"
         if str(stood_for.path) != MEMORY_STORE and not stood_for.path.exists():
-            return f"the results store {stood_for.display}, which does not exist yet"
-        return "the in-memory results store"
+            return f"the results store {stood_for.display}", "does not exist yet"
+        return "the in-memory results store", None
+
+    def _no_complete_run(self) -> str:
+        """One sentence: the store holds no complete run (``latest`` names none), and the fix."""
+        where, state = self._where_and_state()
+        if state is not None:
+            return f"{where} {state}, so it holds no run; fix: {_SAVE_A_RUN}"
+        listed = "'lightspeed results list' shows the runs it holds"
+        return f"{where} holds no complete run yet; fix: {_SAVE_A_RUN} ({listed})"
 
     def __enter__(self) -> ResultsStore:
         return self
@@ -441,7 +462,7 @@ class ResultsStore:
         if run_id == "latest":
             found = self.runs(limit=1)
             if not found:
-                raise UserInputError(f"{self._where()} holds no complete run yet")
+                raise UserInputError(self._no_complete_run())
             return found[0]
         # substr() rather than LIKE: a run id may hold '_' or '%', which LIKE would treat as wildcards
         matches = self._runs(["substr(u.run_id, 1, ?) = ?"], [len(run_id), run_id], limit=None)

@@ -13,6 +13,7 @@ faked. An ``--out`` folder the tour cannot write is refused before any step runs
 from __future__ import annotations
 
 import json
+import stat
 import statistics
 import subprocess
 import sys
@@ -362,6 +363,9 @@ def check_out_dir(out: Path | str) -> Path:
             "(--out . for the current folder)"
         )
     out_dir = Path(out)
+    blocking = _file_in_the_way(out_dir)
+    if blocking is not None:  # a file where a folder must be: say so, not that the folder is missing
+        raise UserInputError(f"--out {out_dir}: {blocking} is a file, not a folder; pick another --out")
     if not out_dir.parent.is_dir():
         raise UserInputError(
             f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first or pick "
@@ -380,6 +384,18 @@ def check_out_dir(out: Path | str) -> Path:
             f"--out {out_dir}: the tour cannot write there ({reason}); pick a folder you can write"
         )
     return out_dir
+
+
+def _file_in_the_way(out_dir: Path) -> Path | None:
+    """The nearest existing one of ``out_dir`` and the paths above it when it is not a folder (a file
+    where the tour needs a folder), else ``None``."""
+    for above in (out_dir, *out_dir.parents):
+        try:
+            mode = above.stat().st_mode
+        except OSError:  # missing, or not ours to look at: the checks after this one say so
+            continue
+        return None if stat.S_ISDIR(mode) else above
+    return None
 
 
 def run_tour(
