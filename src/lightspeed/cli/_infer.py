@@ -62,17 +62,23 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
     a concurrency or an arrival rate, also the simulated latency percentiles."""
     config = configuration(ServingConfig, values)
     check_deployment(config)
-    if config.batching != "continuous" or (config.concurrency is None and config.arrival_rate is None):
+    not_simulated = not_simulated_reason(config)
+    if not_simulated is not None:
         refuse_given(
             ("num_requests", "seed", "warmup_requests"),
             "only the run simulated under a load uses {it}, which plan infer makes for continuous "
             "batching with --concurrency or --arrival-rate: give one, or leave {it} out",
         )
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
-    under_load = _simulated_under_load(config, num_requests=config.num_requests, seed=config.seed)
+    under_load = (
+        None if not_simulated is not None else _simulated_under_load(config, config.num_requests, config.seed)
+    )
     simulated, band = under_load if under_load is not None else (None, None)
+    if not_simulated is not None and _load_given(config):  # a load asked for, and no simulated run
+        click.echo(f"lightspeed: note: {not_simulated}", err=True)
     if as_json:
         payload = with_expert_load(infer_json(prediction.estimate), prediction.expert_load)
+        payload["simulated"] = None
         if simulated is not None:
             payload["simulated"] = {
                 **simulated.summary(),
@@ -80,6 +86,7 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
                 "interval_under_load": None if band is None else band.intervals(),
                 "against_analytic": _against_analytic(prediction.estimate, simulated),
             }
+        payload["not_simulated"] = not_simulated
         print_json({**payload, "config": config.to_file_dict()})
         return
     render_inference_estimate(
@@ -122,14 +129,40 @@ def check_deployment(config: ServingConfig) -> None:
     refuse_on_dense(config, {"--expert-imbalance": config.expert_imbalance is not None})
 
 
+# Why plan infer simulates no run under the load, by --batching (the simulator models continuous
+# batching of whole requests, as 'simulate' does).
+_NOT_SIMULATED_BATCHING = {
+    "static": "--batching static is predicted analytically only: the request-level simulator models "
+    "continuous batching (as 'lightspeed simulate'), so no run is simulated under the load; leave "
+    "--batching out to simulate it",
+    "decode": "--batching decode (a decode pool alone) is predicted analytically only: the request-level "
+    "simulator models continuous batching of whole requests (as 'lightspeed simulate'), so no run is "
+    "simulated under the load; --disaggregated P:D simulates prefill and decode pools",
+}
+_NO_LOAD = (
+    "no load given: the analytic steady state only; --concurrency C or --arrival-rate R also "
+    "simulates the deployment under that load"
+)
+
+
+def not_simulated_reason(config: ServingConfig) -> str | None:
+    """Why ``plan infer`` simulates no run under the load (``None`` where it simulates one): no
+    --concurrency or --arrival-rate, or a batching the simulator does not model (static, decode)."""
+    if config.batching in _NOT_SIMULATED_BATCHING:
+        return _NOT_SIMULATED_BATCHING[config.batching]
+    return None if _load_given(config) else _NO_LOAD
+
+
+def _load_given(config: ServingConfig) -> bool:
+    return config.concurrency is not None or config.arrival_rate is not None
+
+
 def _simulated_under_load(
-    config: ServingConfig, *, num_requests: int, seed: int
-) -> tuple[SimulationResult, ScaledRuns | None] | None:
-    """The deployment simulated at the configuration's concurrency or arrival rate, with the runs
-    that bound its latencies under an arrival rate (``None`` without a load, or for static batches
-    and decode pools)."""
-    if config.batching != "continuous" or (config.concurrency is None and config.arrival_rate is None):
-        return None
+    config: ServingConfig, num_requests: int, seed: int
+) -> tuple[SimulationResult, ScaledRuns | None]:
+    """The deployment simulated at the configuration's concurrency or arrival rate (continuous
+    batching: :func:`not_simulated_reason` is ``None``), with the runs that bound its latencies
+    under an arrival rate."""
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
     assert parts.plan is not None
     if config.concurrency is not None:

@@ -21,7 +21,8 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     metavar="RUN:ID|RUN_DIR|TRACE|NCU.csv|JSON",
     help="Input to draw (repeatable): a results-store run (run:ID), a goodput run folder, a monitor "
     "run folder, a profiler trace (Kineto, Nsight Systems), Nsight Compute CSV output, or JSON written "
-    "by 'lightspeed bench --json', 'plan train --json' or 'simulate --json' (with --sweep too). "
+    "by 'lightspeed bench --json', 'plan train --json', 'plan infer --json' or 'simulate --json' (with "
+    "--sweep too). "
     "Default: the newest runs of the results store.",
 )
 @click.option(
@@ -89,9 +90,10 @@ def command(
     as_json: bool,
 ) -> None:
     """Write one self-contained HTML file (no network needed to view it) with the roofline of
-    measured points, a plan's step-time breakdown, the goodput waterfall, the trace's per-rank
-    breakdown, kernels against their SOL (Nsight Compute), simulated serving runs, monitor runs, the
-    cost of each plan (--prices) and a metric's history across runs."""
+    measured points, a plan's step-time breakdown, a serving plan's iteration breakdown (plan infer),
+    the goodput waterfall, the trace's per-rank breakdown, kernels against their SOL (Nsight
+    Compute), simulated serving runs, monitor runs, the cost of each plan (--prices) and a metric's
+    history across runs."""
     _refuse_unreadable(sources)
     # the catalog only where something is read against it: the store's own runs need none, and a
     # reading command creates no cache beside the store (tests/store/test_open_not_create.py)

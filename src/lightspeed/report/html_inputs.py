@@ -3,7 +3,8 @@
 Sources are read with the areas' public readers: a goodput run folder with
 :func:`lightspeed.goodput.read_run`, a profiler trace with the trace area's
 loader, benchmark results (``lightspeed bench --json``) or a plan estimate
-(``lightspeed plan train --json``) from JSON, a results-store run by id. Without
+(``lightspeed plan train --json``), a serving estimate (``lightspeed plan infer --json``) or a
+simulated serving run (``lightspeed simulate --json``) from JSON, a results-store run by id. Without
 sources, the store's newest runs are drawn: benchmarks and predictions from
 their records, goodput, trace and monitor runs from the folders their records
 name (a folder no longer on this machine is said in its section). Every source
@@ -28,8 +29,10 @@ from lightspeed.gate.inputs import bench_result_from_dict, is_bench_result, is_t
 from lightspeed.goodput import Ledger, build_ledger, read_run
 from lightspeed.monitor import MonitorReport, analyze_run, is_monitor_folder, monitor_folders_of
 from lightspeed.records import JsonObject
+from lightspeed.report.breakdown_json import checked_breakdown
 from lightspeed.report.html import ReportSection
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
+from lightspeed.report.inference_section import inference_section, is_inference_estimate, simulated_section
 from lightspeed.report.kernels import kernel_section
 from lightspeed.report.simulation_section import is_simulation_result, serving_section
 from lightspeed.report.sol import PART_NAMES
@@ -53,13 +56,14 @@ MAX_BENCH_RUNS: Final = 50
 FOLDER_KINDS: Final = {"goodput": "goodput", "trace": "trace", "monitor": "monitor"}
 FOLDER_KEYS: Final = ("run_dir", "path")
 
-
-# The parts of a predicted step must add up to its step time within this share of it (the engine's
-# step time is their sum; a hand-rounded file keeps 3 digits).
-BREAKDOWN_TOLERANCE: Final = 1e-3
 # More GPUs than any cluster: a larger count is a broken file, not a plan.
 MAX_NUM_GPUS: Final = 10**7
 _PLAN_FIX: Final = "pass the output of this lightspeed's 'lightspeed plan train ... --json'"
+# what a JSON source may be: the commands whose --json output the report draws
+_JSON_FIX: Final = (
+    "pass the --json output of 'lightspeed bench', 'plan train', 'plan infer' or 'simulate' "
+    "(a JSON object, or a list of them)"
+)
 
 
 def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
@@ -67,9 +71,10 @@ def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
 
     ``step_time_s`` and ``breakdown_s`` are required: every part one the report knows
     (:data:`~lightspeed.report.sol.PART_NAMES`), finite and >= 0, the parts adding up to the step
-    time within :data:`BREAKDOWN_TOLERANCE`. The other fields are optional and shown only when
-    present; present, each is checked (``num_gpus`` a whole number from 1 to :data:`MAX_NUM_GPUS`,
-    ``mfu`` a fraction from 0 to 1, ``fits`` true or false, names strings).
+    time within :data:`~lightspeed.report.breakdown_json.BREAKDOWN_TOLERANCE`. The other fields
+    are optional and shown only when present; present, each is checked (``num_gpus`` a whole
+    number from 1 to :data:`MAX_NUM_GPUS`, ``mfu`` a fraction from 0 to 1, ``fits`` true or false,
+    names strings).
     """
     breakdown = data.get("breakdown_s")
     if not isinstance(breakdown, Mapping) or not breakdown:
@@ -93,33 +98,7 @@ def predicted_step(data: JsonObject, *, source: str) -> PredictedStep:
 
 def _breakdown(parts: JsonFields, step_s: float) -> dict[str, float]:
     """The parts of the step: known names, finite and >= 0, adding up to the step time."""
-    known = {}
-    for name in map(str, parts.data):
-        if name not in PART_NAMES:
-            raise DataFileError(
-                parts.path,
-                f"unknown part of the step {name!r} (known: {', '.join(PART_NAMES)})",
-                field=f"breakdown_s.{name}",
-                fix=f"{_PLAN_FIX} (the file is from another version, or edited)",
-            )
-        known[name] = parts.number(name, positive=False)
-        if known[name] < 0:
-            raise DataFileError(
-                parts.path,
-                "a part of the step cannot be negative",
-                field=f"breakdown_s.{name}",
-                value=known[name],
-            )
-    total_s = sum(known.values())
-    if abs(total_s - step_s) > BREAKDOWN_TOLERANCE * step_s:
-        raise DataFileError(
-            parts.path,
-            f"the parts of the step add up to {total_s:.6g} s, not the step time {step_s:.6g} s "
-            f"(within {BREAKDOWN_TOLERANCE:.1%})",
-            field="breakdown_s",
-            fix=_PLAN_FIX,
-        )
-    return known
+    return checked_breakdown(parts, step_s, names=PART_NAMES, what="step", fix=_PLAN_FIX)
 
 
 def _fraction(fields: JsonFields, key: str) -> float:
@@ -241,6 +220,7 @@ class _Collected:
     monitors: list[MonitorReport] = field(default_factory=list)
     kernels: list[ReportSection] = field(default_factory=list)
     serving: list[ReportSection] = field(default_factory=list)
+    inference: list[ReportSection] = field(default_factory=list)  # plan infer --json estimates
     folders: set[Path] = field(default_factory=set)  # read already (a monitor run names its goodput run)
 
 
@@ -307,6 +287,7 @@ def gather_inputs(
         reasons=reasons,
         monitors=tuple(found.monitors),
         serving_sections=tuple(found.serving),
+        inference_sections=tuple(found.inference),
     )
 
 
@@ -360,20 +341,26 @@ def _read_trace(path: Path, found: _Collected) -> None:
 
 
 def _read_json_source(path: Path, found: _Collected) -> None:
-    """``lightspeed bench --json`` results, ``lightspeed plan train --json`` estimates or
-    ``lightspeed simulate --json`` serving runs."""
+    """``lightspeed bench --json`` results, ``lightspeed plan train --json`` estimates,
+    ``lightspeed plan infer --json`` serving estimates (with their run simulated under the load)
+    or ``lightspeed simulate --json`` serving runs."""
     data = _read_json(path)
     items = [item for item in (data if isinstance(data, list) else [data]) if isinstance(item, Mapping)]
     if not items:
-        raise DataFileError(
-            path, "holds no JSON object", fix="pass 'lightspeed bench --json' or 'plan train --json' output"
-        )
-    simulated = [item for item in items if is_simulation_result(item)]
-    for item in simulated:
-        found.serving.append(serving_section(item, source=path.name, index=len(found.serving) + 1))
-    items = [item for item in items if item not in simulated]
-    if not items:
-        return
+        raise DataFileError(path, "holds no JSON object", fix=_JSON_FIX)
+    for item in items:
+        if is_simulation_result(item):
+            found.serving.append(serving_section(item, source=path.name, index=len(found.serving) + 1))
+        elif is_inference_estimate(item):
+            _read_inference(item, path, found)
+        elif not is_bench_result(item) and "breakdown_s" not in item:
+            raise DataFileError(
+                path,
+                "not a result the report draws (no 'breakdown_s' of a training estimate, no "
+                "'iteration_breakdown_s' of a serving estimate, not a benchmark result or a simulated run)",
+                fix=_JSON_FIX,
+            )
+    items = [item for item in items if not (is_simulation_result(item) or is_inference_estimate(item))]
     bench_items = [item for item in items if is_bench_result(item)]
     found.steps.extend(predicted_step(item, source=str(path)) for item in items if item not in bench_items)
     if bench_items:
@@ -383,6 +370,15 @@ def _read_json_source(path: Path, found: _Collected) -> None:
             raise DataFileError(path, f"a benchmark result is malformed ({error})") from None
         device = str(bench_items[0].get("device") or path.stem)
         found.bench = _merge_bench(found.bench, results, device=device, label=path.stem)
+
+
+def _read_inference(item: JsonObject, path: Path, found: _Collected) -> None:
+    """A ``plan infer --json`` estimate's section, and its run simulated under the load (a serving
+    section, as a ``simulate --json`` result's) where it has one."""
+    found.inference.append(inference_section(item, source=path.name, index=len(found.inference) + 1))
+    simulated = simulated_section(item, source=path.name, index=len(found.serving) + 1)
+    if simulated is not None:
+        found.serving.append(simulated)
 
 
 def _merge_bench(

@@ -45,7 +45,7 @@ TITLES: dict[str, str] = {
 HOW_TO_GET: dict[str, str] = {
     "roofline": "no benchmark results; run 'lightspeed bench gemm' and 'lightspeed bench membw', "
     "or pass --from run:ID",
-    "step": "no prediction; pass a plan's estimate ('lightspeed plan train ... --json > plan.json', "
+    "step": "no training prediction; pass a plan's estimate ('lightspeed plan train ... --json > plan.json', "
     "then --from plan.json)",
     "goodput": "no goodput run in the store or the sources; pass a tracker run folder with --from RUN_DIR",
     "trace": "no profiler trace in the store or the sources; pass one with --from TRACE.json (or an Nsight "
@@ -94,7 +94,9 @@ class ReportInputs:
     ``reasons`` maps a section key to why its data is missing (overrides
     :data:`HOW_TO_GET`); ``trace_sections`` and ``kernel_sections`` are built by
     ``report/trace.py`` and ``report/kernels.py``; ``serving_sections`` by ``report/simulation_section.py``
-    from ``lightspeed simulate --json`` output.
+    from ``lightspeed simulate --json`` output (and the runs ``plan infer --json`` simulated under
+    its load); ``inference_sections`` by ``report/inference_section.py`` from ``lightspeed plan infer
+    --json`` output.
     """
 
     bench: BenchInputs | None = None
@@ -106,6 +108,7 @@ class ReportInputs:
     reasons: Mapping[str, str] = field(default_factory=dict)
     monitors: tuple[MonitorReport, ...] = ()
     serving_sections: tuple[ReportSection, ...] = ()
+    inference_sections: tuple[ReportSection, ...] = ()
 
 
 def _missing(key: str, inputs: ReportInputs) -> ReportSection:
@@ -261,6 +264,7 @@ def build_sections(inputs: ReportInputs) -> list[ReportSection]:
         step_section(inputs.estimates) if inputs.estimates else _missing("step", inputs),
         goodput_section(inputs.ledgers) if inputs.ledgers else _missing("goodput", inputs),
     ]
+    sections.extend(inputs.inference_sections)  # serving estimates (plan infer --json), when passed
     sections.extend(inputs.serving_sections)  # simulated serving runs, when one was passed
     if inputs.monitors:  # counters beside the steps, when a monitor ran (monitor run, or --from its folder)
         sections.append(monitor_section(inputs.monitors))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
@@ -85,85 +85,133 @@ def render_inference_estimate(
         f"{estimate.plan.describe()}, {estimate.batching} batching, "
         f"ISL/OSL {load.input_tokens}/{load.output_tokens}"
     )
-    split = estimate.kv_transfer_s is not None  # separate prefill and decode pools
-    ttft = format_duration(estimate.ttft_s)
-    if simulated_ttft_p50_s is not None:
-        ttft += f" (analytic; simulated under this load, below: p50 {format_duration(simulated_ttft_p50_s)})"
     rows = [
-        ["TTFT", ttft],
-        ["TPOT", _tpot_text(estimate)],
+        ["TTFT", ttft_text(estimate.ttft_s, simulated_ttft_p50_s)],
         [
-            "output tokens/s",
-            f"{_rate(estimate.output_tokens_per_s)} ({_rate(estimate.output_tokens_per_s_per_gpu)} per GPU)",
+            "TPOT",
+            tpot_text(
+                estimate.tpot_s, estimate.output_tokens_per_s_per_user, output_tokens=load.output_tokens
+            ),
         ],
+        ["output tokens/s", rates_text(estimate.output_tokens_per_s, estimate.output_tokens_per_s_per_gpu)],
         ["requests/s", f"{estimate.requests_per_s:,.3g}"],
         [
             "batch per replica",
-            f"{estimate.batch_per_replica:,.4g} {'decoding' if split else 'in flight'} of at most "
-            f"{estimate.max_batch:,} ({MAX_BATCH_LIMITS[estimate.max_batch_limit]}); "
-            f"{estimate.concurrency:,.4g} requests over "
-            f"the deployment{' (the rest in the prefill pool or crossing to decode)' if split else ''}",
+            batch_text(
+                batch_per_replica=estimate.batch_per_replica,
+                max_batch=estimate.max_batch,
+                max_batch_limit=estimate.max_batch_limit,
+                concurrency=estimate.concurrency,
+                split=estimate.kv_transfer_s is not None,  # separate prefill and decode pools
+            ),
         ],
     ]
-    bars = estimate.intervals
-    if bars:
-        ttft_low, ttft_high = bars["ttft_s"]
-        tpot_low, tpot_high = bars["tpot_s"]
-        rate_low, rate_high = bars["output_tokens_per_s"]
+    if estimate.intervals:
+        rows.append(error_bar_row(estimate.intervals, output_tokens=load.output_tokens))
+    if estimate.kv_transfer_s is not None:
         rows.append(
             [
-                f"error bar ({format_percent(bars['level'], 0)} of published runs)",
-                f"TTFT {format_duration(ttft_low)}-{format_duration(ttft_high)}, "
-                + (
-                    f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, "
-                    if load.output_tokens > 1
-                    else ""
-                )
-                + f"{_rate(rate_low)}-{_rate(rate_high)} "
-                f"(family {bars['family']}, {bars['num_rows']} rows)",
+                "KV transfer per request",
+                kv_transfer_text(
+                    estimate.kv_transfer_s, estimate.kv_transfer_link, estimate.kv_transfer_link_bytes_per_s
+                ),
             ]
         )
-    if estimate.kv_transfer_s is not None:
-        rows.append(["KV transfer per request", _kv_transfer_text(estimate)])
     render_table(None, ["metric", "value"], rows, console=console)
     step = estimate.iteration_s
-    breakdown = [
-        [PART_NAMES[name], format_duration(value), format_percent(value / step)]
-        for name, value in estimate.iteration_breakdown_s.items()
-        if value > 0
-    ]
     render_table(
         f"iteration: {format_duration(step)}",
         ["part", "time", "share"],
-        breakdown,
+        breakdown_rows(estimate.iteration_breakdown_s, step),
         console=console,
     )
-    memory = [[name.replace("_", " "), format_memory(value)] for name, value in estimate.memory_bytes.items()]
-    memory.append(["usable", format_memory(estimate.usable_memory_bytes)])
+    memory = memory_rows(estimate.memory_bytes, estimate.usable_memory_bytes)
     render_table("memory per GPU", ["component", "bytes"], memory, console=console)
     console.print(f"[bold]bound:[/bold] {estimate.bound}")
     for line in estimate.assumptions:
         console.print(f"  assumed: {line}", style="dim")
 
 
-def _kv_transfer_text(estimate: InferenceEstimate) -> str:
-    """``2.11 ms over InfiniBand NDR (scale-out) at 50 GB/s per GPU``: the link a prompt's KV cache
-    crosses from its prefill to its decode replica, where the estimate names it."""
-    text = format_duration(estimate.kv_transfer_s or 0.0)
-    if estimate.kv_transfer_link is None:
-        return text
-    text += f" over {estimate.kv_transfer_link}"
-    if estimate.kv_transfer_link_bytes_per_s is not None:
-        text += f" at {format_bytes_per_s(estimate.kv_transfer_link_bytes_per_s)} per GPU"
+# The texts of an inference estimate's tables, from its figures: the terminal's table and the HTML
+# report's section (which reads them back from ``plan infer --json``) print the same.
+
+
+def ttft_text(ttft_s: float, simulated_ttft_p50_s: float | None = None) -> str:
+    """``92.4 ms``; with the TTFT p50 of the same load simulated request by request, ``92.4 ms
+    (analytic; simulated under this load, below: p50 533 ms)``."""
+    text = format_duration(ttft_s)
+    if simulated_ttft_p50_s is not None:
+        text += f" (analytic; simulated under this load, below: p50 {format_duration(simulated_ttft_p50_s)})"
     return text
 
 
-def _tpot_text(estimate: InferenceEstimate) -> str:
+def rates_text(output_tokens_per_s: float, output_tokens_per_s_per_gpu: float) -> str:
+    """``1.402 K tok/s (175.3 tok/s per GPU)``."""
+    return f"{_rate(output_tokens_per_s)} ({_rate(output_tokens_per_s_per_gpu)} per GPU)"
+
+
+def batch_text(
+    *, batch_per_replica: float, max_batch: int, max_batch_limit: str, concurrency: float, split: bool
+) -> str:
+    """``32 in flight of at most 1,418 (the KV cache); 32 requests over the deployment``; ``split``:
+    separate prefill and decode pools (the batch is the decoding one)."""
+    return (
+        f"{batch_per_replica:,.4g} {'decoding' if split else 'in flight'} of at most "
+        f"{max_batch:,} ({MAX_BATCH_LIMITS[max_batch_limit]}); "
+        f"{concurrency:,.4g} requests over "
+        f"the deployment{' (the rest in the prefill pool or crossing to decode)' if split else ''}"
+    )
+
+
+def error_bar_row(bars: Mapping[str, Any], *, output_tokens: int) -> list[str]:
+    """The error bar row of an estimate's ``intervals`` (level, family, rows and each figure's
+    low and high end)."""
+    ttft_low, ttft_high = bars["ttft_s"]
+    tpot_low, tpot_high = bars["tpot_s"] if output_tokens > 1 else (0.0, 0.0)
+    rate_low, rate_high = bars["output_tokens_per_s"]
+    return [
+        f"error bar ({format_percent(bars['level'], 0)} of published runs)",
+        f"TTFT {format_duration(ttft_low)}-{format_duration(ttft_high)}, "
+        + (f"TPOT {format_duration(tpot_low)}-{format_duration(tpot_high)}, " if output_tokens > 1 else "")
+        + f"{_rate(rate_low)}-{_rate(rate_high)} "
+        f"(family {bars['family']}, {bars['num_rows']} rows)",
+    ]
+
+
+def breakdown_rows(breakdown_s: Mapping[str, float], iteration_s: float) -> list[list[str]]:
+    """``[part, time, share of the iteration]`` of each part that takes time (:data:`PART_NAMES`)."""
+    return [
+        [PART_NAMES[name], format_duration(value), format_percent(value / iteration_s)]
+        for name, value in breakdown_s.items()
+        if value > 0
+    ]
+
+
+def memory_rows(memory_bytes: Mapping[str, float], usable_memory_bytes: float) -> list[list[str]]:
+    """``[component, bytes]`` of the memory per GPU, then the usable memory."""
+    rows = [[name.replace("_", " "), format_memory(value)] for name, value in memory_bytes.items()]
+    rows.append(["usable", format_memory(usable_memory_bytes)])
+    return rows
+
+
+def kv_transfer_text(kv_transfer_s: float, link: str | None, link_bytes_per_s: float | None) -> str:
+    """``2.11 ms over InfiniBand NDR (scale-out) at 50 GB/s per GPU``: the link a prompt's KV cache
+    crosses from its prefill to its decode replica, where the estimate names it."""
+    text = format_duration(kv_transfer_s)
+    if link is None:
+        return text
+    text += f" over {link}"
+    if link_bytes_per_s is not None:
+        text += f" at {format_bytes_per_s(link_bytes_per_s)} per GPU"
+    return text
+
+
+def tpot_text(tpot_s: float | None, per_user_tokens_per_s: float | None, *, output_tokens: int) -> str:
     """``7.02 ms (142.4 tok/s per user)``; a request of one output token has no time between
     tokens, so none is shown for it (its one token's time is the TTFT)."""
-    if estimate.load.output_tokens <= 1:
+    if output_tokens <= 1 or tpot_s is None or per_user_tokens_per_s is None:
         return "n/a (1 output token: no time between tokens)"
-    return f"{format_duration(estimate.tpot_s)} ({estimate.output_tokens_per_s_per_user:,.1f} tok/s per user)"
+    return f"{format_duration(tpot_s)} ({per_user_tokens_per_s:,.1f} tok/s per user)"
 
 
 def render_inference_search(result: InferenceSearchResult) -> None:
@@ -194,7 +242,7 @@ def render_inference_search(result: InferenceSearchResult) -> None:
     rows = [
         [
             point.plan + (_drafts_of(point.deployment) if depths else ""),
-            f"{point.batch_per_replica:g}",
+            f"{point.batch_per_replica:,.4g}",
             f"{point.output_tokens_per_s_per_gpu:,.1f}",
             f"{point.output_tokens_per_s_per_user:,.1f}",
             format_duration(point.ttft_s),
@@ -494,7 +542,15 @@ def render_attention_sensitivity(sensitivity: AttentionSensitivity) -> None:
 
 
 __all__ = [
+    "MAX_BATCH_LIMITS",
+    "PART_NAMES",
+    "batch_text",
+    "breakdown_rows",
+    "error_bar_row",
+    "kv_transfer_text",
+    "memory_rows",
     "pareto_figure",
+    "rates_text",
     "render_attention_sensitivity",
     "render_fabric_comparison",
     "render_inference_estimate",
@@ -502,4 +558,6 @@ __all__ = [
     "render_ratio_decomposition",
     "render_system_comparison",
     "save_pareto_plot",
+    "tpot_text",
+    "ttft_text",
 ]
