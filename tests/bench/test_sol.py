@@ -33,8 +33,12 @@ def test_fp64_gemm_ceiling_is_the_tensor_core_row() -> None:
 
 def test_named_sol_device_and_unknown_name() -> None:
     cpu = BenchDevice(kind="cpu", index=0, name="Some CPU", num_threads=1)
+    gpu = BenchDevice(kind="cuda", index=0, name="Some GPU", num_threads=1)
     catalog = load_catalog()
-    assert device_sol(device=cpu, catalog=catalog, sol_device="h100").device_name == "h100-sxm"
+    assert device_sol(device=gpu, catalog=catalog, sol_device="h100").device_name == "h100-sxm"
+    assert device_sol(device=cpu, catalog=catalog, sol_device="xeon-platinum-8480c").device_name == (
+        "xeon-platinum-8480c"
+    )
     with pytest.raises(UnknownNameError):
         device_sol(device=cpu, catalog=catalog, sol_device="no-such-gpu")
 

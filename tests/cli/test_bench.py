@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from expect import one_line_error
+from lightspeed.catalog import read_cpu_info
 from lightspeed.store import open_store
 
 pytest.importorskip("torch")
@@ -20,7 +21,10 @@ KEYS |= {"correct"}
 
 
 def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli("bench", "membw", "--quick", "--array-size", "1MiB", "--sol-device", "h100", "--json")
+    result = run_cli(
+        "bench", "membw", "--device", "cpu", "--quick", "--array-size", "1MiB",
+        "--sol-device", "xeon-platinum-8480c", "--json",
+    )  # fmt: skip
     assert result.code == 0, result.err
     records = json.loads(result.out)
     assert [record["name"] for record in records] == [
@@ -32,8 +36,11 @@ def test_membw_json_contract_and_store(run_cli) -> None:  # type: ignore[no-unty
     for record in records:
         assert set(record) >= KEYS
         assert set(record["stats"]) == {"min", "median", "max"}
-        assert record["sol"] == pytest.approx(3.35e12)  # the named record's HBM bandwidth
-        assert record["fraction_of_sol"] == pytest.approx(record["value"] / 3.35e12)
+        # the named record's DDR5: 8 channels x 4800 MT/s x 8 B = 307.2 GB/s a socket (ark.intel.com),
+        # times this machine's sockets
+        socket_bytes_per_s = 8 * 4800e6 * 8
+        assert record["sol"] == pytest.approx(read_cpu_info().num_sockets * socket_bytes_per_s)
+        assert record["fraction_of_sol"] == pytest.approx(record["value"] / record["sol"])
         assert record["correct"] is True
     with open_store() as store:
         (run,) = store.runs()
@@ -48,7 +55,7 @@ def test_table_output_and_roofline(run_cli, tmp_path: Path) -> None:  # type: ig
     plot = tmp_path / "roof.png"
     result = run_cli(
         "bench", "gemm", "--model", "llama-3-8b", "--tp", "8", "--tokens", "16", "--quick",
-        "--no-save", "--plot", str(plot), "--sol-device", "h100",
+        "--no-save", "--plot", str(plot), "--device", "cpu", "--sol-device", "xeon-platinum-8480c",
     )  # fmt: skip
     assert result.code == 0, result.err
     assert "llama-3-8b mlp down tp=8" in result.out

@@ -205,8 +205,9 @@ def run_membw(
     timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
     repeats = 5 if quick else 10
     peak, note = sol.memory()
-    if small and array_bytes is None:
-        note = f"{note}; {small}" if note else small
+    cache_note = small if array_bytes is None else ""
+    if cache_note:
+        note = f"{note}; {cache_note}" if note else cache_note
     results: list[BenchResult] = []
     for position, name in enumerate(kernels):
         if progress is not None:
@@ -233,6 +234,8 @@ def run_membw(
                     "num_elements": num_elements,
                     "last_level_cache_bytes": cache_bytes,
                     "num_threads": device.num_threads,
+                    # why the figures may be too high (calibrate carries it onto memory_efficiency)
+                    **({"cache_note": cache_note} if cache_note else {}),
                 },
             )
         )

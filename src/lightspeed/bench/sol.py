@@ -4,7 +4,8 @@ A GPU is looked up by the name the driver reports; a CPU through the catalog's
 local-CPU detection (peak from the microarchitecture table, with its stated
 assumptions). A device the catalog does not know gets no SOL and a note
 saying so and how to name one (``--sol-device``): never a silent guess.
-``--sol-device`` names a catalog accelerator or CPU record; a CPU record's peak
+``--sol-device`` names a catalog accelerator record for a GPU run or a CPU record for a CPU run
+(the other kind is refused: a CPU measured against an H100's peaks is no comparison); a CPU record's peak
 is derived as detection derives one (its microarchitecture at its base clock,
 this machine's sockets) and scaled by the threads the same way.
 
@@ -133,20 +134,32 @@ def device_sol(*, device: BenchDevice, catalog: Catalog, sol_device: str | None 
 
 
 def _named_sol(name: str, *, device: BenchDevice, catalog: Catalog) -> DeviceSol:
-    """The SOL of the record ``name``: an accelerator, else (for a CPU run) a CPU."""
+    """The SOL of the record ``name``: an accelerator for a GPU run, a CPU for a CPU run.
+
+    A record of the other kind is refused: a CPU's results beside an H100's peaks read as
+    "0.0% of SOL" and would be stored (and calibrated) as such."""
     try:
-        return sol_from_accelerator(catalog.accelerator(name), note=f"SOL of {name} (named)")
+        accelerator = catalog.accelerator(name)
     except UnknownNameError:
-        cpu = catalog.find_cpu(name)
-        if cpu is None:
-            known = [
-                *(name for table in (catalog.accelerators, catalog.cpus) for name in table),
-                *(alias for table in (catalog.accelerators, catalog.cpus) for r in table.values()
-                  for alias in r.aliases),
-            ]  # fmt: skip
-            raise UnknownNameError(
-                "--sol-device record", name, known, hint="a device or CPU of 'lightspeed hw list'"
-            ) from None
+        accelerator = None
+    if accelerator is not None:
+        if not device.is_gpu:
+            raise UserInputError(
+                f"--sol-device {name} is an accelerator record ({accelerator.name}) but the benchmark "
+                f"runs on the CPU ({device.name}); name a CPU record of 'lightspeed hw list', drop "
+                "--sol-device to use the detected CPU, or run on a GPU with --device cuda"
+            )
+        return sol_from_accelerator(accelerator, note=f"SOL of {name} (named)")
+    cpu = catalog.find_cpu(name)
+    if cpu is None:
+        known = [
+            *(name for table in (catalog.accelerators, catalog.cpus) for name in table),
+            *(alias for table in (catalog.accelerators, catalog.cpus) for r in table.values()
+              for alias in r.aliases),
+        ]  # fmt: skip
+        raise UnknownNameError(
+            "--sol-device record", name, known, hint="a device or CPU of 'lightspeed hw list'"
+        )
     if device.is_gpu:
         raise UserInputError(
             f"--sol-device {name} is a CPU record but the benchmark runs on {device.torch_name} "

@@ -47,8 +47,17 @@ from lightspeed.report import progress_bar, render_results, save_roofline
 from lightspeed.store import open_store
 
 
-def _split(values: Sequence[str]) -> list[str]:
-    """Comma-separated values of repeated options, lower-cased, each once in first-given order."""
+def _split(values: Sequence[str], *, flag: str, example: str) -> list[str]:
+    """Comma-separated values of repeated options, lower-cased, each once in first-given order.
+
+    A value that names nothing (empty, blank or only commas) is refused rather than read as the
+    option left out (the default sweep)."""
+    for value in values:
+        if not value.replace(",", "").strip():
+            raise UserInputError(
+                f"{flag} {value!r} names nothing; give one or more, e.g. {flag} {example}, "
+                f"or leave {flag} out"
+            )
     parts = [part.strip().lower() for value in values for part in value.split(",") if part.strip()]
     return list(dict.fromkeys(parts))
 
@@ -61,7 +70,7 @@ def _run_suite(
 ) -> Any:
     quick = options["quick"]
     if suite == "gemm":
-        dtypes = _split(options["dtypes"]) or ["fp32" if not device.is_gpu else "bf16"]
+        dtypes = options["dtypes"] or ["fp32" if not device.is_gpu else "bf16"]
         if "all" in dtypes:
             dtypes = supported_dtypes(device)
         shapes = options["model_shapes"]  # None: the sweep
@@ -78,7 +87,7 @@ def _run_suite(
 
 
 def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any], progress: Any) -> Any:
-    names = _split(options["collectives"]) or list(COLLECTIVES)
+    names = options["collectives"] or list(COLLECTIVES)
     config = default_config(quick=options["quick"], gpu=device.is_gpu, collectives=names)
     if options["sizes"]:
         sizes = tuple(int(size) for group in options["sizes"] for size in group)
@@ -198,6 +207,8 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
             given_flags("collectives", "sizes", "num_processes", "timeout"),
             "only with the collectives suite",
         )
+    options["dtypes"] = _split(options["dtypes"], flag="--dtype", example="fp32,bf16")
+    options["collectives"] = _split(options["collectives"], flag="--collective", example="all_reduce")
     # shapes first: a model that does not load or a TP that does not split it fails before any timing
     options["model_shapes"] = (
         model_shapes(model_by_name_or_path(options["model"]), tp=options["tp"], num_tokens=options["tokens"])

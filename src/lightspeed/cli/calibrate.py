@@ -192,7 +192,9 @@ def command(
         suite_sources = _suite_sources(store, payloads, used)
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = replace(
-        calibration_inputs(payloads, dtype=chosen_dtype, sources=used), suite_sources=suite_sources
+        calibration_inputs(payloads, dtype=chosen_dtype, sources=used),
+        suite_sources=suite_sources,
+        caveats=_caveats(payloads, dtype=chosen_dtype),
     )
     base_model: EfficiencyModel = default_efficiency(_base_family(payloads, base))
     result = calibrate(
@@ -207,6 +209,32 @@ def command(
         )
     else:
         render_calibration(result, base=_shown_base(base_model, result), path=path)
+
+
+# the notes a benchmark result keeps in its details about its own figures: the machine was busy
+# (bench's runtime.with_load_note), a --quick STREAM run's arrays the caches may hold (membw)
+_CAVEAT_KEYS = ("load_note", "cache_note")
+# results stored before membw kept its cache note in details: the note within sol_note
+_OLD_CACHE_NOTE = "--quick: arrays of"
+
+
+def _caveats(payloads: Sequence[Mapping[str, Any]], *, dtype: str) -> dict[str, tuple[str, ...]]:
+    """Each suite -> the distinct caveats its results (GEMMs: of ``dtype``) state about themselves."""
+    found: dict[str, dict[str, None]] = {}
+    for payload in payloads:
+        suite = str(payload.get("suite"))
+        if suite == "gemm" and payload.get("dtype") != dtype:
+            continue
+        details = payload.get("details")
+        notes = [
+            str(details.get(key)) for key in _CAVEAT_KEYS if isinstance(details, Mapping) and details.get(key)
+        ]
+        sol_note = str(payload.get("sol_note") or "")
+        if suite == "membw" and not any(note.startswith(_OLD_CACHE_NOTE) for note in notes):
+            start = sol_note.find(_OLD_CACHE_NOTE)
+            notes += [sol_note[start:]] if start >= 0 else []
+        found.setdefault(suite, {}).update(dict.fromkeys(notes))
+    return {suite: tuple(notes) for suite, notes in found.items() if notes}
 
 
 def _suite_sources(

@@ -41,6 +41,7 @@ from lightspeed.sol.systems import SystemResult, best_infer_result
 from lightspeed.units import element_bits
 from lightspeed.workload import AttentionSpec, TransformerSpec
 from lightspeed.workload.counts import kv_cache_bytes_per_token
+from lightspeed.workload.spec import grouped_attention_kind
 
 FACTORS: Final = ("tensor cores", "precision", "memory", "scale-up domain")
 # DeepSeek-V3's latent attention (its config.json): 512-value KV latent, 64-value decoupled RoPE
@@ -501,7 +502,7 @@ def attention_variants(model: TransformerSpec) -> tuple[tuple[str, AttentionSpec
     cases = [
         ("as catalogued", own),
         ("MHA", _dense(own, "mha", heads, head_dim)),
-        (f"GQA, {groups} KV heads", _dense(own, "gqa", groups, head_dim)),
+        (f"GQA, {groups} KV heads", _dense(own, grouped_attention_kind(heads, groups), groups, head_dim)),
         ("MLA-like latent", _latent(own)),
     ]
     unique: list[tuple[str, AttentionSpec]] = []

@@ -51,7 +51,10 @@ The pre-training context is ``rope_scaling.original_max_position_embeddings`` (a
 or impossible value, one above ``max_position_embeddings``, is refused naming the field); Gemma 3's
 configs scale RoPE without stating it, and its report's 32,768 applies
 (:mod:`~lightspeed.workload.hf_rope_scaling`). The weight format the checkpoint ships in is what
-its ``quantization_config`` names (:mod:`~lightspeed.workload.hf_quantization`). An imported
+its ``quantization_config`` names, and its attention projections stay 16-bit where the block leaves
+every one unconverted (``modules_to_not_convert`` and the like;
+:mod:`~lightspeed.workload.hf_quantization`). Sizes past any model built (``MAX_DIMENSION``) are
+refused naming the config.json key (``intermediate_size``, not ``ffn_hidden_size``). An imported
 model is named by the config's ``_name_or_path``, else by the file's stem (``llama3-8b.json``),
 or by its folder for a file called ``config.json``.
 
@@ -69,7 +72,7 @@ from typing import Any, Final
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
-from lightspeed.workload.hf_quantization import release_format
+from lightspeed.workload.hf_quantization import kept_attention_format, release_format
 from lightspeed.workload.hf_rope_scaling import original_context, reported_context_note
 from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
 from lightspeed.workload.spec import (
@@ -78,6 +81,7 @@ from lightspeed.workload.spec import (
     AttentionSpec,
     MoESpec,
     TransformerSpec,
+    grouped_attention_kind,
 )
 
 SUPPORTED_MODEL_TYPES: Final = (
@@ -203,9 +207,17 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         raise DataFileError(
             config_path, str(error), fix="check the config against the published one"
         ) from None
-    notes = (_defaults_note(spec, model_type, defaults), reported_context_note(spec, fields, model_type))
+    notes = (
+        spec.note,
+        _defaults_note(spec, model_type, defaults),
+        reported_context_note(spec, fields, model_type),
+    )
     note = "; ".join(part for part in notes if part)
-    return replace(spec, release_format=release[0], release_source=release[1], note=note)
+    attention, kept = kept_attention_format(data, spec)
+    source = "; ".join(part for part in (release[1], kept) if part)
+    return replace(
+        spec, release_format=release[0], release_source=source, release_attention_format=attention, note=note
+    )
 
 
 def _with_defaults(fields: Fields, model_type: str) -> tuple[Fields, dict[str, int]]:
@@ -272,14 +284,14 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         return _gated_delta_net_hybrid(fields, model_type, name)
     hidden = _hidden_size(fields)
     dense_key = "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size"
-    num_layers = fields.integer("num_hidden_layers", minimum=1)
+    num_layers = _dimension(fields, "num_hidden_layers", "num_layers")
     return TransformerSpec(
         name=normalize_name(name),
         display_name=name,
         num_layers=num_layers,
         hidden_size=hidden,
-        ffn_hidden_size=fields.integer(dense_key, minimum=1),
-        vocab_size=fields.integer("vocab_size", minimum=1),
+        ffn_hidden_size=_dimension(fields, dense_key, "ffn_hidden_size"),
+        vocab_size=_dimension(fields, "vocab_size", "vocab_size"),
         attention=(
             _mla(fields) if model_type in _MLA_TYPES else _attention(fields, model_type, hidden, num_layers)
         ),
@@ -287,7 +299,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         moe=_moe(fields, model_type),
         tied_embeddings=fields.boolean("tie_word_embeddings", model_type in _GEMMA_TYPES),
         position_embedding="rope",
-        max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        max_seq_len=_dimension(fields, "max_position_embeddings", "max_seq_len"),
         original_max_seq_len=original_context(fields, model_type),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=_mlp_bias(fields, model_type),
@@ -309,9 +321,11 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
         moe = MoESpec(
             num_routed_experts=fields.integer("n_routed_experts", minimum=1),
             top_k=fields.integer("num_experts_per_tok", minimum=1),
-            expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+            expert_ffn_hidden_size=_dimension(fields, "moe_intermediate_size", "ffn_hidden_size"),
             num_shared_experts=shared,
-            shared_expert_ffn_hidden_size=fields.integer("moe_shared_expert_intermediate_size", 0)
+            shared_expert_ffn_hidden_size=_dimension(
+                fields, "moe_shared_expert_intermediate_size", "ffn_hidden_size", 0
+            )
             if shared
             else 0,
             latent_size=_optional(fields, "moe_latent_size"),
@@ -319,11 +333,11 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
     return TransformerSpec(
         name=normalize_name(name),
         display_name=name,
-        num_layers=fields.integer("num_hidden_layers", minimum=1),
+        num_layers=_dimension(fields, "num_hidden_layers", "num_layers"),
         block_pattern=fields.string("hybrid_override_pattern"),
         hidden_size=hidden,
-        ffn_hidden_size=fields.integer("intermediate_size", minimum=1),
-        vocab_size=fields.integer("vocab_size", minimum=1),
+        ffn_hidden_size=_dimension(fields, "intermediate_size", "ffn_hidden_size"),
+        vocab_size=_dimension(fields, "vocab_size", "vocab_size"),
         attention=_hybrid_attention(fields, hidden, out_bias=fields.boolean("attention_bias", False)),
         mlp="relu2",
         moe=moe,
@@ -337,7 +351,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
         ),
         tied_embeddings=fields.boolean("tie_word_embeddings", False),
         position_embedding="none",
-        max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        max_seq_len=_dimension(fields, "max_position_embeddings", "max_seq_len"),
         mlp_bias=fields.boolean("mlp_bias", False),
         num_mtp_modules=fields.integer("num_nextn_predict_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
@@ -348,15 +362,15 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
     """Qwen3-Next or a Qwen3.5 text model (see the module docstring): each layer is two blocks,
     a mixer (``G`` Gated DeltaNet or ``*`` gated attention) and an FFN (``E`` or ``-``)."""
     hidden = _hidden_size(fields)
-    num_layers = fields.integer("num_hidden_layers", minimum=1)
+    num_layers = _dimension(fields, "num_hidden_layers", "num_layers", blocks_per_layer=2)
     experts = fields.integer("num_experts", 0)
     moe = None
     if experts:
-        shared = fields.integer("shared_expert_intermediate_size", 0)
+        shared = _dimension(fields, "shared_expert_intermediate_size", "ffn_hidden_size", 0)
         moe = MoESpec(
             num_routed_experts=experts,
             top_k=fields.integer("num_experts_per_tok", minimum=1),
-            expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+            expert_ffn_hidden_size=_dimension(fields, "moe_intermediate_size", "ffn_hidden_size"),
             num_shared_experts=1 if shared else 0,
             shared_expert_ffn_hidden_size=shared,
             shared_expert_gate=bool(shared),
@@ -365,7 +379,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
     pattern = "".join(mixer + ffn for mixer, ffn in zip(mixers, ffns, strict=True))
     if moe is not None and "E" not in pattern:
         moe = None
-    dense = fields.integer("intermediate_size", 0)
+    dense = _dimension(fields, "intermediate_size", "ffn_hidden_size", 0)
     return TransformerSpec(
         name=normalize_name(name),
         display_name=name,
@@ -373,7 +387,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
         block_pattern=pattern,
         hidden_size=hidden,
         ffn_hidden_size=dense or (moe.expert_ffn_hidden_size if moe else 1),
-        vocab_size=fields.integer("vocab_size", minimum=1),
+        vocab_size=_dimension(fields, "vocab_size", "vocab_size"),
         attention=_hybrid_attention(fields, hidden, output_gate=True),
         moe=moe,
         gated_delta_net=GatedDeltaNetSpec(
@@ -388,7 +402,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
         else None,
         tied_embeddings=fields.boolean("tie_word_embeddings", False),
         position_embedding="rope",
-        max_seq_len=fields.integer("max_position_embeddings", minimum=1),
+        max_seq_len=_dimension(fields, "max_position_embeddings", "max_seq_len"),
         original_max_seq_len=original_context(fields, model_type),
         num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
         source=f"Hugging Face config.json ({fields.path})",
@@ -402,10 +416,11 @@ def _hybrid_attention(
     ``num_key_value_heads`` (default: as many), ``head_dim`` (default ``hidden / heads``),
     ``attention_bias`` on Q, K and V."""
     heads = fields.integer("num_attention_heads", minimum=1)
+    num_kv_heads = fields.integer("num_key_value_heads", heads, minimum=1)
     return AttentionSpec(
-        kind="gqa",
+        kind=grouped_attention_kind(heads, num_kv_heads),
         num_heads=heads,
-        num_kv_heads=fields.integer("num_key_value_heads", heads, minimum=1),
+        num_kv_heads=num_kv_heads,
         head_dim=_optional(fields, "head_dim") or _derived_head_dim(fields, hidden, heads),
         qkv_bias=fields.boolean("attention_bias", False),
         out_bias=out_bias,
@@ -455,19 +470,30 @@ def _gdn_ffns(fields: Fields, num_layers: int, experts: int) -> list[str]:
 
 
 def _hidden_size(fields: Fields) -> int:
-    """``hidden_size``: a whole number from 1 to :data:`~lightspeed.workload.spec.MAX_DIMENSION`'s
-    bound, refused naming the field (the head size and every width derive from it)."""
-    hidden = fields.integer("hidden_size", minimum=1)
-    limit = MAX_DIMENSION["hidden_size"]
-    if hidden > limit:
+    """``hidden_size`` (the head size and every width derive from it), bounded as
+    :func:`_dimension` bounds it."""
+    return _dimension(fields, "hidden_size", "hidden_size")
+
+
+def _dimension(
+    fields: Fields, key: str, bound: str, default: int | None = None, *, blocks_per_layer: int = 1
+) -> int:
+    """Config key ``key``: a whole number from 1 (0 where ``default`` is 0) up to the bound
+    :data:`~lightspeed.workload.spec.MAX_DIMENSION` sets on the spec field ``bound`` it becomes
+    (divided by ``blocks_per_layer`` for a hybrid's layers of two blocks), refused naming ``key``
+    rather than the spec field (``intermediate_size``, not ``ffn_hidden_size``)."""
+    value = fields.integer(key, default, minimum=0 if default == 0 else 1)
+    limit = MAX_DIMENSION[bound] // blocks_per_layer
+    if value > limit:
+        per_block = f" ({blocks_per_layer} blocks each)" if blocks_per_layer > 1 else ""
         raise DataFileError(
             fields.path,
-            f"hidden_size {hidden:,} is above {limit:,}, far past any model built ({DIMENSION_REASON})",
-            field=f"{fields.prefix}hidden_size",
-            value=hidden,
-            fix="copy hidden_size from the published config.json",
+            f"{key} {value:,} is above {limit:,}{per_block}, far past any model built ({DIMENSION_REASON})",
+            field=f"{fields.prefix}{key}",
+            value=value,
+            fix=f"copy {key} from the published config.json",
         )
-    return hidden
+    return value
 
 
 def _derived_head_dim(fields: Fields, hidden: int, num_heads: int) -> int:
@@ -512,7 +538,7 @@ def _attention(fields: Fields, model_type: str, hidden: int, num_layers: int) ->
             fix=f"use a divisor of {num_heads} (the published config's value)",
         )
     head_dim = _optional(fields, "head_dim") or _derived_head_dim(fields, hidden, num_heads)
-    kind = "mha" if num_kv_heads == num_heads else "mqa" if num_kv_heads == 1 else "gqa"
+    kind = grouped_attention_kind(num_heads, num_kv_heads)
     bias = model_type in ("llama", "llama4_text", "gpt_oss", "nemotron") and fields.boolean(
         "attention_bias", False
     )
@@ -630,12 +656,12 @@ def _qwen3_moe(fields: Fields) -> MoESpec:
     return MoESpec(
         num_routed_experts=fields.integer("num_experts", minimum=1),
         top_k=fields.integer("num_experts_per_tok", minimum=1),
-        expert_ffn_hidden_size=fields.integer("moe_intermediate_size", minimum=1),
+        expert_ffn_hidden_size=_dimension(fields, "moe_intermediate_size", "ffn_hidden_size"),
     )
 
 
 def _llama4_moe(fields: Fields) -> MoESpec:
-    expert = fields.integer("intermediate_size", minimum=1)
+    expert = _dimension(fields, "intermediate_size", "ffn_hidden_size")
     return MoESpec(
         num_routed_experts=fields.integer("num_local_experts", minimum=1),
         top_k=fields.integer("num_experts_per_tok", minimum=1),
@@ -675,7 +701,7 @@ def _moe(fields: Fields, model_type: str) -> MoESpec | None:
         return MoESpec(
             num_routed_experts=fields.integer("num_local_experts", minimum=1),
             top_k=fields.integer(top_key, minimum=1),
-            expert_ffn_hidden_size=fields.integer("intermediate_size", minimum=1),
+            expert_ffn_hidden_size=_dimension(fields, "intermediate_size", "ffn_hidden_size"),
             router_bias=model_type == "gpt_oss",
         )
     if model_type == "qwen3_moe":
@@ -693,7 +719,7 @@ def _moe(fields: Fields, model_type: str) -> MoESpec | None:
             value=frequency,
             fix="use moe_layer_freq = 1 or describe the model in a TOML file",
         )
-    expert = fields.integer("moe_intermediate_size", minimum=1)
+    expert = _dimension(fields, "moe_intermediate_size", "ffn_hidden_size")
     num_shared = fields.integer("n_shared_experts", 0)
     return MoESpec(
         num_routed_experts=fields.integer("n_routed_experts", minimum=1),

@@ -35,6 +35,20 @@ BLOCK_SYMBOLS: Final = {"M": "mamba", "G": "gated_delta_net", "*": "attention", 
 RECURRENT_SYMBOLS: Final = ("M", "G")
 
 
+def grouped_attention_kind(num_heads: int, num_kv_heads: int) -> str:
+    """The kind of attention ``num_kv_heads`` shared by ``num_heads`` query heads is: ``mha`` (one
+    KV head per head), ``mqa`` (one for all, more than one head) or ``gqa`` (in between).
+
+    >>> grouped_attention_kind(32, 32), grouped_attention_kind(8, 1), grouped_attention_kind(32, 8)
+    ('mha', 'mqa', 'gqa')
+    >>> grouped_attention_kind(1, 1)  # one head: its own KV head
+    'mha'
+    """
+    if num_kv_heads == num_heads:
+        return "mha"
+    return "mqa" if num_kv_heads == 1 else "gqa"
+
+
 @dataclass(frozen=True)
 class AttentionSpec(Record):
     """Self-attention shapes.
@@ -104,13 +118,7 @@ class AttentionSpec(Record):
             raise UserInputError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
             )
-        if (self.kind == "mha" and self.num_kv_heads != self.num_heads) or (
-            self.kind == "mqa" and self.num_kv_heads != 1
-        ):
-            raise UserInputError(
-                f"{self.kind} attention with {self.num_heads} heads and {self.num_kv_heads} KV heads: "
-                "MHA has as many KV heads as heads, MQA one, GQA any divisor in between"
-            )
+        self._check_kv_heads_match_kind()
         if self.kind == "mla" and None in (
             self.kv_lora_rank,
             self.qk_nope_head_dim,
@@ -132,6 +140,21 @@ class AttentionSpec(Record):
             )
         self._check_local_attention()
         self._check_sparse_attention()
+
+    def _check_kv_heads_match_kind(self) -> None:
+        """MHA has as many KV heads as heads, MQA one, GQA a divisor strictly in between: a kind
+        whose KV heads are another kind's is refused, naming the kind they are (a KV cache per
+        token follows the KV heads, so a mislabelled kind would mislead, not miscount)."""
+        implied = grouped_attention_kind(self.num_heads, self.num_kv_heads)
+        if self.kind in ("mla", implied) or (self.kind == "mqa" and self.num_kv_heads == 1):
+            return  # (one head with one KV head is MHA and MQA alike)
+        expected = {"mha": self.num_heads, "mqa": 1}.get(self.kind)
+        also = f" or num_kv_heads = {expected}" if expected is not None else ""
+        raise UserInputError(
+            f"{self.kind} attention with {self.num_heads} heads and {self.num_kv_heads} KV heads is "
+            f"{implied.upper()}: MHA has as many KV heads as heads, MQA one, GQA a divisor strictly in "
+            f'between; set kind = "{implied}"{also}'
+        )
 
     def _check_sparse_attention(self) -> None:
         given = {
@@ -344,7 +367,9 @@ class TransformerSpec(Record):
     ``release_format`` is the weight format the publisher's checkpoint ships its linear layers in
     (``fp8`` for DeepSeek-V3, ``mxfp4`` for gpt-oss' experts; ``bf16`` for most models), what a
     serving prediction assumes when the user names no precision; ``release_source`` says where
-    that comes from.
+    that comes from. ``release_attention_format`` is the format that checkpoint keeps its attention
+    projections in where it is not ``release_format`` (gpt-oss' config.json leaves them bf16 beside
+    MXFP4 experts); ``None``: the same (catalog models name theirs in ``sol/data/checkpoints.toml``).
 
     A hybrid (``block_pattern`` not empty) has ``num_layers`` blocks, block ``i`` of the
     kind ``block_pattern[i]`` names (:data:`BLOCK_SYMBOLS`, Megatron-Core's letters): ``M`` a
@@ -378,6 +403,7 @@ class TransformerSpec(Record):
     block_pattern: str = ""
     gated_delta_net: GatedDeltaNetSpec | None = None
     original_max_seq_len: int | None = None
+    release_attention_format: str | None = None
 
     def __post_init__(self) -> None:
         if self.original_max_seq_len is not None and not 1 <= self.original_max_seq_len <= self.max_seq_len:
@@ -408,10 +434,12 @@ class TransformerSpec(Record):
             )
         if self.norm not in NORM_KINDS:
             raise UserInputError(f"norm {self.norm!r} is not one of {', '.join(NORM_KINDS)}")
-        if self.release_format not in RELEASE_FORMATS:
-            raise UserInputError(
-                f"release format {self.release_format!r} is not one of {', '.join(RELEASE_FORMATS)}"
-            )
+        for label, release in (
+            ("release format", self.release_format),
+            ("release attention format", self.release_attention_format or self.release_format),
+        ):
+            if release not in RELEASE_FORMATS:
+                raise UserInputError(f"{label} {release!r} is not one of {', '.join(RELEASE_FORMATS)}")
         if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
             raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
         if self.attention.layer_types and len(self.attention.layer_types) != self.num_layers:
@@ -420,6 +448,37 @@ class TransformerSpec(Record):
                 f"the model has {self.num_layers}"
             )
         self._check_blocks()
+        self._full_where_window_spans_context()
+
+    def _full_where_window_spans_context(self) -> None:
+        """Local layers whose window or chunk is not below ``max_seq_len`` attend to every token of
+        any sequence the model takes: they are recorded as full attention, with a note saying so.
+
+        Published configs state such windows (Ministral 8B: ``sliding_window`` 32768 of 32,768
+        positions), so they are read, not refused; the KV cache and attention FLOPs are those of
+        full layers either way, but a window of 100,000 tokens on an 8K model is not shown as if
+        it bounded anything."""
+        attention = self.attention
+        span = attention.sliding_window or attention.attention_chunk_size
+        if span is None or span < self.max_seq_len:
+            return
+        local = attention.local_kind
+        key = "sliding_window" if local == "sliding" else "attention_chunk_size"
+        kinds = tuple("full" if kind == local else kind for kind in attention.layer_types)
+        full = replace(
+            attention,
+            sliding_window=None,
+            attention_chunk_size=None,
+            full_attention_interval=None,
+            layer_types=kinds if set(kinds) - {"full"} else (),
+        )
+        note = (
+            f"{key} {span:,} is not below max_seq_len {self.max_seq_len:,}: no token is ever outside it, "
+            "so every layer is full attention"
+        )
+        # a frozen dataclass normalized in place, as sol.config does (the record stays one value)
+        object.__setattr__(self, "attention", full)
+        object.__setattr__(self, "note", f"{self.note} {note}".strip())
 
     def _check_blocks(self) -> None:
         pattern = self.block_pattern

@@ -26,6 +26,10 @@
   the bus time of every size (only where the link SOL is known).
 * ``kernel_launch_s`` = the measured per-op dispatch time.
 
+A fitted parameter whose results warn about themselves (a busy machine: the figures may be low;
+a ``--quick`` STREAM run whose arrays the caches may hold: too high) carries those warnings
+(:attr:`CalibrationResult.warnings`, and one note line each).
+
 A parameter without measurements keeps the base family's value and the result
 says so. A measurement that is not a finite number is refused; so is an
 efficiency (measured or fitted) above :data:`MAX_EFFICIENCY` of its SOL, unless
@@ -133,6 +137,10 @@ class CalibrationInputs(Record):
     # (``gemm`` of ``gemm_dtype``, ``membw``, ``collectives``), and why one of them has none
     num_without_sol: Mapping[str, int] = field(default_factory=dict)
     no_sol_note: str = ""
+    # what each suite's results say about themselves (``gemm``, ``membw``, ``collectives``,
+    # ``launch``): the machine was busy, the caches may hold a --quick run's arrays; each fitted
+    # parameter carries the caveats of the suite it comes from
+    caveats: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,8 @@ class CalibrationResult(Record):
     device: str = ""
     gemm_dtype: str = ""
     gemm_ceilings: Mapping[str, str] = field(default_factory=dict)  # each ceiling: fitted, kept or derived
+    # each fitted parameter whose results warned about themselves -> those warnings
+    warnings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _check_name(name: str) -> str:
@@ -360,6 +370,25 @@ def _no_sol_reason(what: str, count: int, suite: str, *, sol: str = "SOL") -> st
     return f"{count} {what} {results}, {mark}: 'bench {suite} --sol-device RECORD'"
 
 
+def _parameter_warnings(inputs: CalibrationInputs, fitted: Mapping[str, float]) -> dict[str, tuple[str, ...]]:
+    """Each fitted parameter -> the caveats its suite's results carry (``inputs.caveats``).
+
+    >>> inputs = CalibrationInputs(caveats={"launch": ("the machine was busy",)})
+    >>> _parameter_warnings(inputs, {"kernel_launch_s": 2e-6, "memory_efficiency": 0.8})
+    {'kernel_launch_s': ('the machine was busy',)}
+    """
+    return {key: inputs.caveats[_FITTED_FROM[key]] for key in fitted if inputs.caveats.get(_FITTED_FROM[key])}
+
+
+def _warning_line(key: str, caveats: Sequence[str]) -> str:
+    """One line per fitted parameter whose results warned about themselves.
+
+    >>> _warning_line("kernel_launch_s", ["the machine was busy"])
+    'kernel_launch_s is fitted from launch results that warn: the machine was busy'
+    """
+    return f"{key} is fitted from {_FITTED_FROM[key]} results that warn: {' | '.join(caveats)}"
+
+
 def _half_at_grid_edge(half: float) -> str:
     """A note when the fitted half-saturation sits at an end of the grid: the shapes do not bound it."""
     low, high = float(_HALF_SATURATION_GRID[0]), float(_HALF_SATURATION_GRID[-1])
@@ -449,6 +478,8 @@ def calibrate(
     if ceiling in fitted:
         others = "; ".join(f"{key} {status}" for key, status in statuses.items() if key != ceiling)
         notes.append(f"GEMM ceilings: {ceiling} fitted from {inputs.gemm_dtype} GEMMs; {others}")
+    warnings = _parameter_warnings(inputs, fitted)
+    notes += [_warning_line(key, caveats) for key, caveats in warnings.items()]
     source = f"lightspeed calibrate '{name}' from {_sources(inputs)}"
     model = base.with_overrides(
         name=name,
@@ -469,6 +500,7 @@ def calibrate(
         device=device,
         gemm_dtype=inputs.gemm_dtype,
         gemm_ceilings=statuses,
+        warnings=warnings,
     )
 
 

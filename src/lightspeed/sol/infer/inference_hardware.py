@@ -187,7 +187,9 @@ def _moe_plugin_formats(
 
 def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:
     """``plan`` with the attention weights of ``model``'s published checkpoint in its precision
-    (and a note saying so) when the plan leaves them unset and such a checkpoint exists; the note
+    (and a note saying so) when the plan leaves them unset and such a checkpoint exists (in
+    ``sol/data/checkpoints.toml``, else the model's own ``release_attention_format`` at its
+    release format: what an imported config.json's quantization_config leaves 16-bit); the note
     also says when the precision is the one the model is released in."""
     if model is None:
         return plan, ""
@@ -198,14 +200,23 @@ def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> t
             if model.release_format != "bf16"
             else f"bf16: {model.release_source}"  # a quantization block the importer could not read
         )
-    checkpoint = checkpoint_for(model.name, plan.precision) if plan.attention_weights is None else None
-    if checkpoint is None:
+    if plan.attention_weights is not None:
+        return plan, released
+    checkpoint = checkpoint_for(model.name, plan.precision)
+    if checkpoint is not None:
+        attention, shipped = checkpoint.attention_weights, f"as {checkpoint.name} ships them"
+    elif model.release_attention_format is not None and plan.precision == model.release_format:
+        attention, shipped = (
+            model.release_attention_format,
+            "as its config.json's quantization_config keeps them",
+        )
+    else:
         return plan, released
     note = (
-        f"attention projections in {checkpoint.attention_weights} as {checkpoint.name} ships them, the "
-        f"other linear layers in {plan.precision} (--attention-weights sets them)"
+        f"attention projections in {attention} {shipped}, the other linear layers in {plan.precision} "
+        "(--attention-weights sets them)"
     )
-    return plan.with_changes(attention_weights=checkpoint.attention_weights), "; ".join(
+    return plan.with_changes(attention_weights=attention), "; ".join(
         part for part in (released, note) if part
     )
 

@@ -19,6 +19,7 @@ from lightspeed.sol.validation.published import (
 )
 from lightspeed.sol.validation.readings import RowError
 from lightspeed.workload import AttentionSpec, ModelEntry, ModelRegistry, TransformerSpec, parameter_counts
+from lightspeed.workload.spec import grouped_attention_kind
 
 
 def _heads(text: str) -> tuple[int | None, int | None]:
@@ -98,7 +99,11 @@ def model_from_dims(
         ffn_hidden_size=ffn_size,
         vocab_size=int(vocab),
         attention=AttentionSpec(
-            "gqa" if gqa else "mha", heads, kv_heads or heads, hidden // heads, qkv_bias=not llama
+            grouped_attention_kind(heads, kv_heads or heads),
+            heads,
+            kv_heads or heads,
+            hidden // heads,
+            qkv_bias=not llama,
         ),
         mlp="swiglu" if llama else "gelu",
         position_embedding="rope" if llama else "learned",
