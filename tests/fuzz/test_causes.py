@@ -223,7 +223,7 @@ CAUSES: dict[str, Cause] = {
             "cost",
             "cluster",
             "--prices",
-            str(_prices(f, "electricity_usd_per_kwh = 0.10", "electricity_usd_per_kwh = -0")),
+            str(_prices(f, "electricity_usd_per_kwh = 0.10", "electricity_usd_per_kwh = -0.0")),
         ],
         fragments=("electricity_usd_per_kwh", "above 0"),
     ),

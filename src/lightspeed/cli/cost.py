@@ -361,7 +361,11 @@ def _site_pue(given: float | None, prices: Prices | None, cooling: str) -> tuple
 
 @command.command("upgrade")
 @click.option(
-    "--from", "old_text", required=True, help="The cluster today: <GPUs>x<accelerator>, e.g. 100xh100-sxm."
+    "--from",
+    "old_text",
+    required=True,
+    help="The cluster today: <GPUs>x<accelerator> (100xh100-sxm: 100 GPUs) or <systems>x<system> "
+    "(13xdgx-h100: 13 systems, 104 GPUs).",
 )
 @click.option(
     "--to", "new_text", required=True, help="The new accelerator or system, e.g. b200 or gb200-nvl72."
@@ -392,7 +396,11 @@ def upgrade_command(**options: Any) -> None:
     old_system, old_gpus = parse_fleet(catalog, options["old_text"])
     new_system, _ = parse_fleet(catalog, options["new_text"], computed_count_option="--to")
     if old_gpus is None:
-        raise UserInputError(f"--from {options['old_text']!r} needs a GPU count, e.g. 100x{old_system.name}")
+        name = options["old_text"].strip()
+        raise UserInputError(
+            f"--from {name!r} needs a count: a GPU count of an accelerator (e.g. "
+            f"100x{old_system.accelerator.name}) or a system count of a system (e.g. 13x{old_system.name})"
+        )
     prices = _prices(options["prices_path"])
     plot_path = options["plot_path"]
     if plot_path is not None and prices is None:
@@ -411,6 +419,7 @@ def upgrade_command(**options: Any) -> None:
         prices=prices,
         efficiency=resolve_efficiency(options["calibration"]),
         pue=options["pue"],
+        old_fleet=options["old_text"],
     )
     written = save_tornado(upgrade, plot_path) if plot_path is not None else []
     if options["as_json"]:

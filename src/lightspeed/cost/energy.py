@@ -51,6 +51,16 @@ IDLE_HOURS_RULE: Final = (
     "(utilisation = 1 in the prices file prices every hour at the working draw, an upper bound)"
 )
 
+# A run's energy and electricity are those of its working time: a prices file's idle hours change
+# only what owning the systems costs per hour worked (the purchase spread over fewer hours).
+IDLE_OWNED_RULE: Final = (
+    "{figure}: utilisation {utilisation:g} leaves {idle:.0%} of the year idle, so the purchase is "
+    "spread over the working hours only, and the idle hours' electricity is counted at 0 W "
+    "(lightspeed has no sourced idle draw of a powered system): the owned cost is a lower bound; "
+    "the run's energy and electricity do not depend on the utilisation"
+)
+# The one reason a money figure is absent without a prices file (every cost command's words).
+NO_PRICES_NOTE: Final = "{figures} need --prices FILE (see examples/prices.toml): no prices were given"
 
 # The shipped records' drawn share (0.82) is the PEAK an H100 node drew training (8.4 of 10.2 kW,
 # Latif et al.); priced as the mean draw over a run or a year, it bounds energy from above.
@@ -98,10 +108,31 @@ def idle_assumption(prices: Prices | None) -> tuple[str, ...]:
     return (IDLE_HOURS_RULE.format(idle=1.0 - prices.utilisation, utilisation=prices.utilisation),)
 
 
+def idle_owned_assumption(prices: Prices | None, figure: str) -> tuple[str, ...]:
+    """The ``assumed:`` line on a job's owned cost (``figure``, its label) when ``prices`` leave
+    part of the year idle (else none): the job's energy does not change, its owned cost does.
+
+    >>> idle_owned_assumption(Prices(electricity_usd_per_kwh=0.1, utilisation=0.5), "owned cost")[0][:46]
+    'owned cost: utilisation 0.5 leaves 50% of the '
+    """
+    if prices is None or prices.utilisation >= 1.0:
+        return ()
+    idle = 1.0 - prices.utilisation
+    return (IDLE_OWNED_RULE.format(figure=figure, utilisation=prices.utilisation, idle=idle),)
+
+
 def price_notes(prices: Prices | None, *, accelerator: str = "", system: str = "") -> tuple[str, ...]:
     """:meth:`Prices.missing_prices` of ``prices``; none without prices (the priced figures need
     ``--prices`` and are absent without it)."""
     return prices.missing_prices(accelerator=accelerator, system=system) if prices is not None else ()
+
+
+def _cost_notes(prices: Prices | None, figures: str, accelerator: str, system: str) -> tuple[str, ...]:
+    """A job's ``note:`` lines: without prices, that its money ``figures`` need them; with them,
+    each price the file lacks (:func:`price_notes`)."""
+    if prices is None:
+        return (NO_PRICES_NOTE.format(figures=figures),)
+    return price_notes(prices, accelerator=accelerator, system=system)
 
 
 def check_power_w(
@@ -394,7 +425,9 @@ def _assumptions(
     cluster: Cluster,
     draw: ClusterPower,
     family: str = "",
+    *,
     prices: Prices | None = None,
+    owned_figure: str = "the owned cost",
 ) -> tuple[str, ...]:
     accelerator = cluster.system.accelerator
     gpus = f"{format_significant(draw.num_held_gpus, 9)} GPUs held, {draw.num_gpus:,} used"
@@ -405,7 +438,7 @@ def _assumptions(
         f"{held}: {WHOLE_SYSTEMS_RULE}",
         f"PUE {draw.pue:g}: {draw.pue_source}",
         *drawn_share_assumptions(draw),
-        *(idle_assumption(prices) if owned else ()),
+        *(idle_owned_assumption(prices, owned_figure) if owned else ()),
     )
 
 
@@ -503,8 +536,15 @@ def training_cost(
         owned_usd=owned,
         inputs=money_inputs(prices, accelerator, draw),
         efficiency_model=estimate.efficiency_model,
-        assumptions=_assumptions(efficiency, cluster, draw, estimate.efficiency_model, prices),
-        notes=price_notes(prices, accelerator=accelerator, system=draw.system),
+        assumptions=_assumptions(
+            efficiency,
+            cluster,
+            draw,
+            estimate.efficiency_model,
+            prices=prices,
+            owned_figure="owned cost (TCO share)",
+        ),
+        notes=_cost_notes(prices, "electricity, cloud cost and owned cost", accelerator, draw.system),
     )
 
 
@@ -595,8 +635,10 @@ def inference_cost(
         owned_usd_per_million_tokens=owned,
         inputs=money_inputs(prices, accelerator, draw),
         efficiency_model=efficiency.name if efficiency is not None else cluster.system.accelerator.family,
-        assumptions=_assumptions(efficiency, cluster, draw, prices=prices),
-        notes=price_notes(prices, accelerator=accelerator, system=draw.system),
+        assumptions=_assumptions(
+            efficiency, cluster, draw, prices=prices, owned_figure="owned $ per million tokens"
+        ),
+        notes=_cost_notes(prices, "cloud and owned $ per million tokens", accelerator, draw.system),
     )
 
 
@@ -680,7 +722,9 @@ __all__ = [
     "DRAWN_SHARE_RULE",
     "IDLE_GPUS_RULE",
     "IDLE_HOURS_RULE",
+    "IDLE_OWNED_RULE",
     "MIN_MEASURED_SHARE",
+    "NO_PRICES_NOTE",
     "WHOLE_SYSTEMS_RULE",
     "WORKLOAD_KINDS",
     "ClusterPower",
@@ -694,6 +738,7 @@ __all__ = [
     "drawn_share_assumptions",
     "efficiency_sentence",
     "idle_assumption",
+    "idle_owned_assumption",
     "inference_cost",
     "money_inputs",
     "power_for",

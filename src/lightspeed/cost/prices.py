@@ -27,6 +27,7 @@ PRICES_KIND: Final = "prices"
 HOURS_PER_YEAR: Final = 8766.0  # 365.25 days
 JOULES_PER_KWH: Final = 3.6e6
 MAX_PRICE_USD: Final = 1e12
+MAX_USD_PER_KWH: Final = 100.0
 
 
 def _check(name: str, value: float, low: float, high: float, fix: str, *, low_open: bool = False) -> None:
@@ -70,7 +71,11 @@ class Prices(Record):
 
     def __post_init__(self) -> None:
         _check(
-            "electricity_usd_per_kwh", self.electricity_usd_per_kwh, 0.0, 100.0, "give a price in USD per kWh"
+            "electricity_usd_per_kwh",
+            self.electricity_usd_per_kwh,
+            0.0,
+            MAX_USD_PER_KWH,
+            f"give 0 (free, e.g. on-site power) or a price above 0 up to {MAX_USD_PER_KWH:g} USD per kWh",
         )
         for name in ("pue_air", "pue_liquid"):
             if getattr(self, name) is not None:
@@ -246,7 +251,8 @@ def load_prices(path: Path, *, catalog: Catalog | None = None) -> Prices:
     _check_names(path, fields, "system_purchase_usd", "system", catalog.systems)
     try:
         return Prices(
-            electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh"),  # a price: above 0
+            # 0 is free electricity (on-site power); Prices checks the range, as for the library
+            electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh", positive=False),
             cloud_usd_per_gpu_hour=_table(fields, "cloud_usd_per_gpu_hour"),
             system_purchase_usd=_table(fields, "system_purchase_usd"),
             path=str(path),

@@ -17,16 +17,24 @@ from typing import Final
 
 from lightspeed.catalog import Catalog, System
 from lightspeed.catalog.power import SystemPower, power_of
-from lightspeed.cost.energy import WHOLE_SYSTEMS_RULE, ClusterPower, idle_assumption, whole_systems_power
+from lightspeed.cost.energy import (
+    NO_PRICES_NOTE,
+    WHOLE_SYSTEMS_RULE,
+    ClusterPower,
+    idle_assumption,
+    whole_systems_power,
+)
 from lightspeed.cost.prices import HOURS_PER_YEAR, JOULES_PER_KWH, Prices, pue_for
 from lightspeed.cost.workloads import (
     CostWorkload,
     ThroughputPoint,
     best_training_rate,
+    fleet_words,
+    parse_fleet,
     serving_point,
     smallest_training_fleet,
 )
-from lightspeed.errors import UserInputError
+from lightspeed.errors import UserInputError, first_line
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.workload import ModelRegistry
@@ -106,10 +114,22 @@ class UpgradeMatch(Record):
 
 
 @dataclass(frozen=True)
+class LeftOut(Record):
+    """A workload the old or the new cluster cannot run (it does not fit, or no fleet reaches the
+    old throughput), and why."""
+
+    workload: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Upgrade(Record):
     """Every workload's match, beside the seed's claim where it applies (``seed_claim["applies"]``:
     H100 SXM to a B200-class GPU; elsewhere ``seed_holds`` only tests a ~2x ratio).
-    ``assumptions``: the PUE of each side and its source, and the idle hours' draw."""
+    ``assumptions``: the PUE of each side and its source, and the idle hours' draw.
+    ``old_fleet``: the old cluster as given, in words (``100 dgx-h100 systems (800 GPUs)``);
+    ``left_out``: the workloads that could not run, each with its reason; ``notes``: figures
+    not shown and why (no prices)."""
 
     old_system: str
     old_gpus: int
@@ -118,6 +138,9 @@ class Upgrade(Record):
     seed_claim: JsonDict
     prices: JsonDict | None
     assumptions: tuple[str, ...] = ()
+    old_fleet: str = ""
+    left_out: tuple[LeftOut, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +158,9 @@ class _Site:
     electricity_usd_per_kwh: float
     utilisation: float
     other_share: float
+    new_systems: int = 1
+    new_gpus_per_system: int = 1
+    new_gpu_equivalent: float = 1.0  # exact GPUs at the new per-GPU rate that do the old work
 
 
 def _payback(site: _Site) -> Payback:
@@ -173,22 +199,42 @@ def _payback(site: _Site) -> Payback:
     )
 
 
-# (input, the _Site field it moves, low and high factor; PUE moves by an added amount)
+# (input, the _Site field it moves, low and high factor; PUE moves by an added amount; the new
+# GPUs by the engine's throughput per GPU, in whole systems)
 _VARIATIONS: Final[tuple[tuple[str, str, float, float], ...]] = (
     ("old cloud price per GPU-hour", "old_gpu_hour_usd", 0.75, 1.25),
     ("new purchase price", "new_capex_usd", 0.75, 1.25),
     ("utilisation", "utilisation", 0.5, 1.0),
     ("electricity price", "electricity_usd_per_kwh", 0.5, 1.5),
-    ("new GPUs needed (engine throughput -15%/+15%)", "new_scale", 1.0 / 1.15, 1.0 / 0.85),
+    ("new GPUs needed (engine throughput +15%/-15%, whole systems)", "new_systems", 1.15, 0.85),
     ("PUE (-0.2/+0.2, at least 1)", "pue", -0.2, 0.2),
     ("power drawn (share of rated -15%/+15%)", "draw", 0.85, 1.15),
 )
 
 
+def _systems_at(site: _Site, throughput_factor: float) -> int:
+    """Whole new systems doing the old work when the engine's throughput per GPU is
+    ``throughput_factor`` x its figure: the exact equivalent / the factor, rounded up to whole
+    systems (as the match itself is), never fewer than the match for a slower GPU nor more for
+    a faster one."""
+    exact = site.new_gpu_equivalent / throughput_factor
+    systems = max(1, math.ceil(exact / site.new_gpus_per_system - 1e-9))
+    if throughput_factor >= 1.0:
+        return min(site.new_systems, systems)
+    return max(site.new_systems, systems)
+
+
 def _varied(site: _Site, field: str, factor: float) -> tuple[_Site, float]:
-    if field == "new_scale":
-        changed = replace(site, new_capex_usd=site.new_capex_usd * factor, new_it_w=site.new_it_w * factor)
-        return changed, factor
+    if field == "new_systems":
+        systems = _systems_at(site, factor)
+        scale = systems / site.new_systems  # purchase and draw are per whole system
+        changed = replace(
+            site,
+            new_systems=systems,
+            new_capex_usd=site.new_capex_usd * scale,
+            new_it_w=site.new_it_w * scale,
+        )
+        return changed, float(systems * site.new_gpus_per_system)
     if field == "pue":
         old_pue, new_pue = max(1.0, site.old_pue + factor), max(1.0, site.new_pue + factor)
         return replace(site, old_pue=old_pue, new_pue=new_pue), new_pue
@@ -229,6 +275,7 @@ def _site(
     new: ClusterPower,
     old_system: System,
     new_system: System,
+    new_gpu_equivalent: float,
 ) -> _Site:
     old_capex = (
         prices.system_purchase_usd[old_system.name] * old.num_systems
@@ -247,6 +294,9 @@ def _site(
         electricity_usd_per_kwh=prices.electricity_usd_per_kwh,
         utilisation=prices.utilisation,
         other_share=prices.other_opex_share_per_year,
+        new_systems=round(new.num_systems),
+        new_gpus_per_system=new_system.num_accelerators,
+        new_gpu_equivalent=new_gpu_equivalent,
     )
 
 
@@ -355,7 +405,7 @@ def match_workload(
     """How many GPUs of ``new_system`` do the work of ``old_gpus`` GPUs of ``old_system`` on ``workload``.
 
     PUE: ``pue``, else the prices' for each system's cooling, else the sourced default."""
-    old_rate, old_point, new_point, new_gpus = _match_points(
+    points = _match_points(
         catalog=catalog,
         models=models,
         old_system=old_system,
@@ -364,6 +414,31 @@ def match_workload(
         workload=workload,
         efficiency=efficiency,
     )
+    return _matched(
+        points,
+        old_system=old_system,
+        old_gpus=old_gpus,
+        new_system=new_system,
+        workload=workload,
+        power=power,
+        prices=prices,
+        pue=pue,
+    )
+
+
+def _matched(
+    points: tuple[float, ThroughputPoint, ThroughputPoint, int],
+    *,
+    old_system: System,
+    old_gpus: int,
+    new_system: System,
+    workload: CostWorkload,
+    power: dict[str, SystemPower],
+    prices: Prices | None,
+    pue: float | None,
+) -> UpgradeMatch:
+    """The match of :func:`match_workload` from the engine's points: power, payback, verdict."""
+    old_rate, old_point, new_point, new_gpus = points
     pue_old = pue_for(power_of(power, old_system.name).cooling, prices=prices, pue=pue)
     pue_new = pue_for(power_of(power, new_system.name).cooling, prices=prices, pue=pue)
     before = whole_systems_power(power, old_system, old_gpus, workload.kind, pue_old)
@@ -376,7 +451,14 @@ def match_workload(
     holds = per_gpu >= SEED_LEAST_RATIO
     payback = sensitivities = None
     if prices is not None:
-        site = _site(prices=prices, old=before, new=after, old_system=old_system, new_system=new_system)
+        site = _site(
+            prices=prices,
+            old=before,
+            new=after,
+            old_system=old_system,
+            new_system=new_system,
+            new_gpu_equivalent=equivalent,
+        )
         payback, sensitivities = _payback(site), _sensitivities(site)
     return UpgradeMatch(
         workload=workload.name,
@@ -450,8 +532,15 @@ def compare_upgrade(
     prices: Prices | None = None,
     efficiency: EfficiencyModel | None = None,
     pue: float | None = None,
+    old_fleet: str | None = None,
 ) -> Upgrade:
     """:func:`match_workload` for each workload, beside the seed's claim 17.
+
+    A workload the old GPUs cannot run (the model does not fit them) or no new fleet reaches is
+    left out, with the reason (``left_out``), and the others are still matched; only when none
+    runs is the comparison refused, in one line. ``old_fleet``: the old cluster as written
+    (``100xdgx-h100``, the ``old_system`` and ``old_gpus`` it names), so that the output says
+    whether its count was of systems or GPUs.
 
     >>> from lightspeed.catalog import load_catalog
     >>> from lightspeed.catalog.power import load_power
@@ -468,21 +557,36 @@ def compare_upgrade(
         raise UserInputError("name at least one workload (see 'lightspeed cost upgrade --help')")
     if old_gpus < 1:
         raise UserInputError(f"{old_gpus} old GPUs: give at least 1")
-    matches = tuple(
-        match_workload(
-            catalog=catalog,
-            models=models,
-            old_system=old_system,
-            old_gpus=old_gpus,
-            new_system=new_system,
-            workload=workload,
-            power=power,
-            prices=prices,
-            efficiency=efficiency,
-            pue=pue,
+    old_words = _old_fleet_words(catalog, old_fleet, old_system, old_gpus)
+    matches, left_out = [], []
+    for workload in workloads:
+        try:
+            points = _match_points(
+                catalog=catalog,
+                models=models,
+                old_system=old_system,
+                old_gpus=old_gpus,
+                new_system=new_system,
+                workload=workload,
+                efficiency=efficiency,
+            )
+        except UserInputError as error:  # does not fit the old GPUs, or no new fleet reaches them
+            left_out.append(LeftOut(workload=workload.name, reason=first_line(error)))
+            continue
+        matches.append(
+            _matched(
+                points,
+                old_system=old_system,
+                old_gpus=old_gpus,
+                new_system=new_system,
+                workload=workload,
+                power=power,
+                prices=prices,
+                pue=pue,
+            )
         )
-        for workload in workloads
-    )
+    if not matches:
+        raise UserInputError(left_out[0].reason)
     pue_lines = pue_assumptions((matches[0].power_before, matches[0].power_after))
     held = [whole_systems_assumption(matches[0].power_before)]
     if matches[0].power_before.num_held_gpus == old_gpus:
@@ -491,7 +595,7 @@ def compare_upgrade(
         old_system=old_system.name,
         old_gpus=old_gpus,
         new_system=new_system.name,
-        matches=matches,
+        matches=tuple(matches),
         seed_claim={
             "old_gpus": 100,
             "new_gpus": 50,
@@ -503,11 +607,37 @@ def compare_upgrade(
         },
         prices=prices.to_dict() if prices is not None else None,
         assumptions=(*held, *pue_lines, *idle_assumption(prices)),
+        old_fleet=old_words,
+        left_out=tuple(left_out),
+        notes=_upgrade_notes(prices, left_out),
     )
+
+
+def _old_fleet_words(catalog: Catalog, text: str | None, system: System, gpus: int) -> str:
+    """The old cluster in words: as written in ``text`` (which must name ``gpus`` GPUs of
+    ``system``), else ``100 GPUs of dgx-h100 (h100-sxm)``."""
+    if text is None:
+        return f"{gpus:,} GPUs of {system.name} ({system.accelerator.name})"
+    if parse_fleet(catalog, text) != (system, gpus):
+        raise UserInputError(
+            f"old_fleet {text!r} is not {gpus:,} GPUs of {system.name}; pass the text they came from"
+        )
+    return fleet_words(catalog, text)
+
+
+def _upgrade_notes(prices: Prices | None, left_out: Sequence[LeftOut]) -> tuple[str, ...]:
+    """The ``note:`` lines: the payback columns without prices, and each workload left out."""
+    shown = [NO_PRICES_NOTE.format(figures="payback and its sensitivity")] if prices is None else []
+    shown.extend(
+        f"{item.workload} left out: {item.reason} (the others are compared; --workload picks which)"
+        for item in left_out
+    )
+    return tuple(shown)
 
 
 __all__ = [
     "SEED_GPU_RATIO",
+    "LeftOut",
     "Payback",
     "Sensitivity",
     "Upgrade",

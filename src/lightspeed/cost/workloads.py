@@ -16,6 +16,7 @@ from typing import Final
 
 from lightspeed.catalog import Catalog, System
 from lightspeed.errors import LightspeedError, UnknownNameError, UserInputError
+from lightspeed.limits import MAX_ACCELERATORS
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import ServingLoad
@@ -99,11 +100,15 @@ def cost_workload(name: str) -> CostWorkload:
 
 
 _FLEET: Final = re.compile(r"(?:(?P<count>\d+)\s*x\s*)?(?P<name>[A-Za-z0-9._-]+)")
+# a count that is not a whole number (1.5x, -1x, 1e400x, nanx): read to say what is wrong with it
+_ANY_COUNT: Final = re.compile(
+    r"(?P<count>[-+]?[\d.,_]*\d[\d.,_]*(?:e[-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?)\s*x\s*(?P<name>\S+)", re.I
+)
 
 
 def system_for(catalog: Catalog, name: str) -> System:
     """A catalog system by its name, or the first node system built from accelerator ``name``."""
-    if name in catalog.systems or any(name in system.aliases for system in catalog.systems.values()):
+    if names_system(catalog, name):
         return catalog.system(name)
     try:
         accelerator = catalog.accelerator(name)
@@ -117,10 +122,19 @@ def system_for(catalog: Catalog, name: str) -> System:
     return candidates[0]
 
 
+def names_system(catalog: Catalog, name: str) -> bool:
+    """Whether ``name`` is a catalog system (or its alias), not an accelerator: ``NxNAME`` then
+    counts N systems, as ``cost train --system 8xdgx-h100`` and the catalog's cluster specs do."""
+    return name in catalog.systems or any(name in system.aliases for system in catalog.systems.values())
+
+
 def parse_fleet(
     catalog: Catalog, text: str, *, computed_count_option: str | None = None
 ) -> tuple[System, int | None]:
-    """``100xh100-sxm`` -> (DGX H100, 100 GPUs); ``b200`` -> (DGX B200, None); ``gb200-nvl72`` too.
+    """``NxNAME`` -> (the system, its GPUs): N GPUs of an accelerator name (``100xh100-sxm`` ->
+    DGX H100, 100 GPUs), N whole systems of a system name (``100xdgx-h100`` -> 800 GPUs,
+    ``2xgb200-nvl72`` -> 144); ``b200`` alone -> (DGX B200, None). The count is a whole number
+    from 1 up, at most ``MAX_ACCELERATORS`` GPUs in all.
 
     ``computed_count_option``: the option ``text`` came from where the command computes how many
     GPUs are needed (``cost upgrade --to``, ``cost fleet --systems``): a count there would be
@@ -130,20 +144,90 @@ def parse_fleet(
     >>> system, gpus = parse_fleet(load_catalog(), "100xh100-sxm")
     >>> system.name, gpus
     ('dgx-h100', 100)
+    >>> parse_fleet(load_catalog(), "100xdgx-h100")[1]  # 100 systems of 8 GPUs
+    800
     """
-    match = _FLEET.fullmatch(text.strip())
+    system, gpus, _ = _read_fleet(catalog, text, computed_count_option)
+    return system, gpus
+
+
+def fleet_words(catalog: Catalog, text: str) -> str:
+    """A counted fleet ``NxNAME`` in words, saying what N counts: ``100 dgx-h100 systems (800
+    GPUs)`` or ``100 GPUs of dgx-h100 (h100-sxm)``.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> fleet_words(load_catalog(), "100xdgx-h100"), fleet_words(load_catalog(), "100xh100-sxm")
+    ('100 dgx-h100 systems (800 GPUs)', '100 GPUs of dgx-h100 (h100-sxm)')
+    """
+    system, gpus, in_systems = _read_fleet(catalog, text, None)
+    if gpus is None:
+        return system.name
+    if in_systems:
+        systems = gpus // system.num_accelerators
+        return f"{systems:,} {system.name} system{'s' * (systems != 1)} ({gpus:,} GPUs)"
+    return f"{gpus:,} GPUs of {system.name} ({system.accelerator.name})"
+
+
+def _read_fleet(catalog: Catalog, text: str, option: str | None) -> tuple[System, int | None, bool]:
+    """:func:`parse_fleet`, and whether the count counted systems (a system name) or GPUs."""
+    stripped = text.strip()
+    match = _FLEET.fullmatch(stripped)
+    if match is not None and match["count"] is None and not _known(catalog, match["name"]):
+        match = None  # 1.5xh100-sxm reads as one unknown name: read its count instead
     if match is None:
-        raise UserInputError(f"cannot read {text!r}; write <GPUs>x<accelerator or system>, e.g. 100xh100-sxm")
-    count = int(match["count"]) if match["count"] else None
-    if count is not None and computed_count_option is not None:
-        option = computed_count_option
-        raise UserInputError(
-            f"{option} {text.strip()!r}: the command computes how many GPUs do the work, so a count is "
-            f"not used; name the accelerator or system alone, e.g. {option} {match['name']}"
-        )
-    if count is not None and not 1 <= count <= 10_000_000:
-        raise UserInputError(f"{count} GPUs in {text!r}: give 1 to 10,000,000")
-    return system_for(catalog, match["name"]), count
+        loose = _ANY_COUNT.fullmatch(stripped)
+        if loose is None and _FLEET.fullmatch(stripped):
+            system_for(catalog, stripped)  # an unknown name: refused with the closest names
+        if loose is None:
+            raise UserInputError(
+                f"cannot read {text!r}; write <GPUs>x<accelerator> (e.g. 100xh100-sxm) or "
+                "<systems>x<system> (e.g. 13xdgx-h100)"
+            )
+        _refuse_count(stripped, loose["name"], option)
+        raise UserInputError(_count_range(catalog, stripped, loose["name"]))
+    system = system_for(catalog, match["name"])
+    in_systems = names_system(catalog, match["name"])
+    if match["count"] is None:
+        return system, None, in_systems
+    _refuse_count(stripped, match["name"], option)
+    count = int(match["count"])
+    gpus = count * system.num_accelerators if in_systems else count
+    if count < 1 or gpus > MAX_ACCELERATORS:
+        raise UserInputError(_count_range(catalog, stripped, match["name"]))
+    return system, gpus, in_systems
+
+
+def _known(catalog: Catalog, name: str) -> bool:
+    """Whether ``name`` is a catalog system or accelerator (their aliases too: ``a100``)."""
+    if names_system(catalog, name):
+        return True
+    try:
+        catalog.accelerator(name)
+    except UnknownNameError:
+        return False
+    return True
+
+
+def _refuse_count(text: str, name: str, option: str | None) -> None:
+    """A count where the command computes how many GPUs are needed is refused (it would be dropped)."""
+    if option is None:
+        return
+    raise UserInputError(
+        f"{option} {text!r}: the command computes how many GPUs do the work, so a count is "
+        f"not used; name the accelerator or system alone, e.g. {option} {name}"
+    )
+
+
+def _count_range(catalog: Catalog, text: str, name: str) -> str:
+    """The one line for a count that is not a whole number in range, in the unit ``name`` counts."""
+    system = system_for(catalog, name)  # an unknown name is the first thing to fix
+    if names_system(catalog, name):
+        most = MAX_ACCELERATORS // system.num_accelerators
+        each = f"{system.num_accelerators} GPU{'s' * (system.num_accelerators != 1)} each"
+        unit = f"{system.name} systems from 1 to {most:,} ({each}, at most {MAX_ACCELERATORS:,} GPUs)"
+    else:
+        unit = f"GPUs from 1 to {MAX_ACCELERATORS:,}"
+    return f"the count in {text!r} must be a whole number of {unit}, e.g. 100x{name}"
 
 
 @dataclass(frozen=True)
@@ -505,6 +589,8 @@ __all__ = [
     "ThroughputPoint",
     "best_training_rate",
     "cost_workload",
+    "fleet_words",
+    "names_system",
     "parse_fleet",
     "plan_counts",
     "search_training_fleet",

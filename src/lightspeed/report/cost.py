@@ -21,6 +21,7 @@ from lightspeed.cost import (
     TrainingCost,
     Upgrade,
 )
+from lightspeed.cost.energy import NO_PRICES_NOTE
 from lightspeed.cost.pue import GIVEN_PUE_SOURCE
 from lightspeed.cost.upgrade import UpgradeMatch, pue_assumptions
 from lightspeed.errors import UserInputError
@@ -311,7 +312,7 @@ def render_upgrade(upgrade: Upgrade) -> None:
             ]
         )
     render_table(
-        f"{upgrade.old_gpus} GPUs of {upgrade.old_system} -> {upgrade.new_system}: same work",
+        f"{_old_fleet(upgrade)} -> {upgrade.new_system}: same work",
         [
             "workload",
             "old GPUs",
@@ -334,6 +335,12 @@ def render_upgrade(upgrade: Upgrade) -> None:
     for match in upgrade.matches:
         _render_match(console, match)
     _render_assumptions(upgrade.assumptions, console)
+    _render_notes(upgrade.notes, console)
+
+
+def _old_fleet(upgrade: Upgrade) -> str:
+    """The old cluster as given (``100 dgx-h100 systems (800 GPUs)``)."""
+    return upgrade.old_fleet or f"{upgrade.old_gpus} GPUs of {upgrade.old_system}"
 
 
 _SEED_CAPTION = "seed claim 17: the seed's reference figures for 100 H100 -> ~50 B200 (not computed); "
@@ -436,7 +443,7 @@ def _fleet_caption(sizing: FleetSizing) -> str:
     money = (
         "TCO/year and cloud/day from the prices file, for the same working hours"
         if priced
-        else "TCO/year and cloud/day need --prices FILE"
+        else NO_PRICES_NOTE.format(figures="TCO/year and cloud/day")
     )
     return f"tokens/s: the engine's best plan on that many systems; {money}"
 
@@ -502,7 +509,7 @@ def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)")
     axes.invert_yaxis()
     axes.set_xlabel(answer)
     axes.set_title(
-        plain_text(f"{upgrade.old_gpus} x {upgrade.old_system} -> {upgrade.new_system}: sensitivity", 90),
+        plain_text(f"{_old_fleet(upgrade)} -> {upgrade.new_system}: sensitivity", 90),
         loc="left",
     )
     return figure

@@ -2,7 +2,9 @@
 
 A predicted step names its cluster (``16 x dgx-h100 over ib-ndr``); the system's
 power record gives the draw under training, the prices the PUE and the cloud
-price per GPU-hour. Every figure lists the inputs it used.
+price per GPU-hour. Every figure lists the inputs it used, and the section says what the
+``cost`` commands say under the same figures (the PUE and its source, the drawn share's
+bound, a price the file lacks), in their words.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lightspeed.catalog import Catalog, SystemPower
-from lightspeed.cost import Prices, cluster_power
+from lightspeed.cost import ClusterPower, Prices
+from lightspeed.cost.energy import drawn_share_assumptions, price_notes, whole_systems_power
+from lightspeed.cost.prices import pue_for
+from lightspeed.cost.upgrade import pue_assumptions, whole_systems_assumption
 from lightspeed.report.cost import energy, inputs_caption, kw, usd
 from lightspeed.report.html import ReportSection, Table, skipped_section
 from lightspeed.report.html_sections import PredictedStep
@@ -28,27 +33,22 @@ def _catalog_system(text: str, power: Mapping[str, SystemPower]) -> str | None:
 
 
 def _row(
-    step: PredictedStep, catalog: Catalog, power: Mapping[str, SystemPower], prices: Prices
-) -> tuple[str, ...]:
+    step: PredictedStep, catalog: Catalog, power: dict[str, SystemPower], prices: Prices
+) -> tuple[tuple[str, ...], ClusterPower | None, tuple[str, ...]]:
+    """One step's cells, the draw they price (``None``: nothing to price) and the notes on it."""
     name = _catalog_system(step.system or "", power)
     if step.num_gpus is None:
-        return (step.name(), "-", "the plan names no GPU count", "-", "-", "-")
+        return (step.name(), "-", "the plan names no GPU count", "-", "-", "-"), None, ()
     if name is None:
-        return (step.name(), str(step.num_gpus), "no power data", "-", "-", "-")
+        return (step.name(), str(step.num_gpus), "no power data", "-", "-", "-"), None, ()
     system = catalog.system(name)
-    record = power[name]
-    draw = cluster_power(
-        power=record,
-        gpus_per_system=system.num_accelerators,
-        num_gpus=step.num_gpus,
-        workload="train",
-        gpu_tdp_w=system.accelerator.tdp_w,
-        pue=prices.pue(record.cooling),
-    )
-    rate = prices.cloud_usd_per_gpu_hour.get(system.accelerator.name)
+    site = pue_for(power[name].cooling, prices=prices)  # the file's PUE, else the sourced default
+    draw = whole_systems_power(power, system, step.num_gpus, "train", site)
+    accelerator = system.accelerator.name
+    rate = prices.cloud_usd_per_gpu_hour.get(accelerator)
     per_step = step.num_gpus * rate * step.step_time_s / 3600.0 if rate is not None else None
     per_hour = step.num_gpus * rate if rate is not None else None
-    return (
+    cells = (
         step.name(),
         str(step.num_gpus),
         kw(draw.facility_power_w),
@@ -56,16 +56,30 @@ def _row(
         usd(per_step),
         usd(per_hour),
     )
+    return cells, draw, price_notes(prices, accelerator=accelerator)
+
+
+def _notes(draws: Sequence[ClusterPower], notes: Sequence[str]) -> tuple[str, ...]:
+    """The lines the cost commands print under the same figures: the PUE and its source, whole
+    systems, the drawn share (an upper bound), and each price the file lacks; each once."""
+    held = [whole_systems_assumption(draw) for draw in draws if draw.num_held_gpus != draw.num_gpus]
+    drawn = [line for draw in draws for line in drawn_share_assumptions(draw)]
+    assumed = (f"assumed: {line}" for line in (*pue_assumptions(draws), *held, *drawn))
+    lines = [*assumed, *(f"note: {line}" for line in notes)]
+    return tuple(dict.fromkeys(lines))
 
 
 def cost_section(
     estimates: Sequence[PredictedStep], *, catalog: Catalog, power: Mapping[str, SystemPower], prices: Prices
 ) -> ReportSection:
-    """Facility power, energy per step and cloud cost per step and per hour of each predicted step;
-    without one, a section that says there is nothing to price and how to add a plan."""
+    """Facility power, energy per step and cloud cost per step and per hour of each predicted step,
+    with the PUE and its source, the drawn share's bound and the prices the file lacks (the
+    lines the ``cost`` commands print); without a step, a section that says there is nothing to
+    price and how to add a plan."""
     if not estimates:
         return skipped_section("cost", COST_TITLE, NOTHING_TO_PRICE)
-    rows = tuple(_row(step, catalog, power, prices) for step in estimates)
+    priced = [_row(step, catalog, dict(power), prices) for step in estimates]
+    draws = [draw for _, draw, _ in priced if draw is not None]
     used = {
         "electricity_usd_per_kwh": prices.electricity_usd_per_kwh,
         "pue_air": prices.pue_air,
@@ -76,8 +90,9 @@ def cost_section(
         key="cost",
         title=COST_TITLE,
         paragraphs=(
-            "Power: each system's rated power x the share drawn under training (catalog/data/power); "
-            "prices are the user's inputs, not market figures.",
+            "Power: each system's rated power x the share drawn under training (catalog/data/power), "
+            "in the whole systems the GPUs occupy; prices are the user's inputs, not market figures.",
+            *_notes(draws, [note for _, _, notes in priced for note in notes]),
         ),
         tables=(
             Table(
@@ -89,7 +104,7 @@ def cost_section(
                     "cloud $ per step",
                     "cloud $ per hour",
                 ),
-                rows=rows,
+                rows=tuple(cells for cells, _, _ in priced),
                 caption=inputs_caption(used),
             ),
         ),

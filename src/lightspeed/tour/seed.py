@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lightspeed.catalog import Catalog, compare_hardware
-from lightspeed.sol import TrainingEstimate, fabric_comparison, plan_memory
+from lightspeed.sol import MemoryPlan, TrainingEstimate, fabric_comparison, plan_memory
 from lightspeed.store import NewRecord
 from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
@@ -105,15 +105,7 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
     ]
     for device, (gpus, nodes) in (("b200-sxm", (1000, 125)), ("b300-sxm", (700, 86))):
         plan = plan_memory(model=model, precision="bf16", accelerator=catalog.accelerator(device))
-        claim = (
-            f"~{gpus:,} GPUs: {verdict(float(plan.gpus_needed or 0), gpus)}, "
-            f"~{nodes} nodes: {verdict(float(plan.nodes_needed or 0), nodes)}"
-        )
-        lines.append(
-            f"bf16 weights {format_bytes(plan.total_bytes)} ({format_bytes(plan.total_bytes, binary=True)}) "
-            f"on {device}: {plan.gpus_needed} GPUs, {plan.nodes_needed} nodes of {plan.gpus_per_node} "
-            f"(seed: {claim}; weights only)"
-        )
+        lines.append(_weights_line(plan, device, gpus, nodes))
         records.append(
             NewRecord(
                 name=f"100T weights on {device}",
@@ -124,6 +116,51 @@ def memory_100t(catalog: Catalog, models: ModelRegistry) -> Scenario:
             )
         )
     return Scenario("100T-parameter memory plan", tuple(lines), tuple(records))
+
+
+def _listed_bytes(plan: MemoryPlan) -> float:
+    """The per-GPU memory the datasheet lists (the usable figure where none is listed apart)."""
+    return plan.memory_listed_bytes or plan.memory_usable_bytes or 0.0
+
+
+def _seed_arithmetic(plan: MemoryPlan, device: str) -> str:
+    """How the seed reached its GPU count for ``device``, with the numbers: on B200 (its stated
+    basis: 180 GB per GPU) it divided the weights in TiB by the GB (181.9 TiB / 180 GB ~ 1,011,
+    where TB / GB give 1,112); on B300 it read the nominal 288 GiB as 288 GB (200 TB / 288 GB)."""
+    weights, listed = plan.total_bytes, _listed_bytes(plan)
+    if device.startswith("b200"):
+        mixed = (weights / 2**40) / (listed / 1e12)  # TiB over TB-scaled GB: the seed's mix
+        tib = format_bytes(weights, binary=True)
+        return f"its ~1,000 is {tib} / {format_bytes(listed)} = {mixed:,.0f}, TiB divided by GB"
+    nominal_gib = (plan.memory_nominal_bytes or 0.0) / 2**30
+    as_gb = weights / (nominal_gib * 1e9)
+    return (
+        f"its ~700 is {format_bytes(weights)} / {nominal_gib:g} GB = {as_gb:,.0f}, "
+        f"the nominal {nominal_gib:g} GiB read as GB"
+    )
+
+
+def _weights_line(plan: MemoryPlan, device: str, gpus: int, nodes: int) -> str:
+    """One device's GPUs and nodes for the 100T weights at its listed memory (the seed's basis on
+    B200: 180 GB), and at the driver's figure where that differs, beside the seed's ~GPUs and
+    ~nodes and the arithmetic behind them (:func:`_seed_arithmetic`)."""
+    listed = _listed_bytes(plan)
+    at_listed = plan.gpus_needed_at_listed or plan.gpus_needed or 0
+    nodes_listed = plan.nodes_needed_at_listed or plan.nodes_needed or 0
+    per_node = plan.gpus_per_node
+    device_count = ""
+    if plan.memory_device_bytes is not None and plan.memory_device_bytes != listed:
+        device_count = (
+            f"{plan.gpus_needed_at_device or 0:,} GPUs, {plan.nodes_needed_at_device} nodes of {per_node} "
+            f"at the {format_bytes(plan.memory_device_bytes)} the driver reports; "
+        )
+    gpu_verdict, node_verdict = verdict(float(at_listed), gpus), verdict(float(nodes_listed), nodes)
+    weights = f"{format_bytes(plan.total_bytes)} ({format_bytes(plan.total_bytes, binary=True)})"
+    return (
+        f"bf16 weights {weights} on {device}: {device_count}{at_listed:,} GPUs, {nodes_listed} nodes of "
+        f"{per_node} at the {format_bytes(listed)} listed (seed: ~{gpus:,} GPUs: {gpu_verdict}, ~{nodes} "
+        f"nodes: {node_verdict}; {_seed_arithmetic(plan, device)}; weights only)"
+    )
 
 
 def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
