@@ -29,7 +29,13 @@ from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band, model_interval
-from lightspeed.sol.infer.estimate_notes import assumption_lines, bound_sentence, routing_note, state_note
+from lightspeed.sol.infer.estimate_notes import (
+    assumption_lines,
+    attention_note,
+    bound_sentence,
+    routing_note,
+    state_note,
+)
 from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import MemoryArrays, memory_of, smallest_fitting
 from lightspeed.sol.infer.plan import (
@@ -228,10 +234,30 @@ def _decode_replicas(plan: InferencePlan) -> int:
     return plan.disaggregated[1] if plan.disaggregated is not None else plan.replicas
 
 
+# A wanted rate this close above the most a deployment serves is that most (a search's point at its
+# limit, evaluated in another vector, may differ from it in the last digits)
+RATE_TOLERANCE: Final = 1e-9
+# Finer grids between the two points of the last that bracket a wanted rate
+RATE_REFINEMENTS: Final = 2
+
+
+def _first_batch_at(rates: np.ndarray, batches: np.ndarray, wanted: float) -> float:
+    """The smallest batch of ``batches`` (rising, their ``rates`` not falling) that serves ``wanted``,
+    linear between the two grid points around it (a flat stretch of rates answers its start)."""
+    upper = int(np.searchsorted(rates, wanted))
+    if upper == 0:
+        return float(np.interp(wanted, rates, batches))
+    upper = min(upper, rates.size - 1)
+    low, high = rates[upper - 1], rates[upper]
+    share = (wanted - low) / (high - low) if high > low else 1.0
+    return float(batches[upper - 1] + min(max(share, 0.0), 1.0) * (batches[upper] - batches[upper - 1]))
+
+
 def _batch_for_rate(
     ctx: ServingContext, plan: InferencePlan, max_batch: float, batching: str, split: PoolSplit | None
 ) -> float:
-    """Sequences per replica at which the deployment serves ``load.arrival_rate_per_s``."""
+    """Sequences per replica at which the deployment serves ``load.arrival_rate_per_s``: the fewest
+    that do (where the prefill pool bounds a split deployment's rate, more decode no faster)."""
     wanted = ctx.load.arrival_rate_per_s
     assert wanted is not None
     batches = np.geomspace(1e-3, max_batch, ARRIVAL_GRID_POINTS)
@@ -239,23 +265,27 @@ def _batch_for_rate(
     # The rate grows with the batch; the running maximum keeps the inversion well defined where it
     # flattens (a batch that buys no rate is never the answer).
     rates = np.maximum.accumulate(np.asarray(arrays.requests_per_s) * _serving_replicas(plan))
-    if wanted > rates[-1]:
+    if wanted > rates[-1] * (1.0 + RATE_TOLERANCE):
         needed = int(np.ceil(wanted / rates[-1] * plan.num_replicas))
         raise InvalidPlanError(
             f"{wanted:g} requests/s exceed what {plan.describe()} can serve ({rates[-1]:.3g} requests/s at "
             f"its KV-cache limit of {max_batch:g} sequences per replica); use about {needed} replicas, "
             "more GPUs per replica, or a lower precision"
         )
-    upper = int(np.searchsorted(rates, wanted))
-    if upper == 0:
-        return float(np.interp(wanted, rates, batches))
-    # the rate is concave in the batch, so a chord between two grid points under-reads it: a
-    # finer grid between the two that bracket the wanted rate takes the inversion to 1e-4
-    fine = np.linspace(batches[upper - 1], batches[upper], ARRIVAL_GRID_POINTS)
-    fine_rates = np.maximum.accumulate(
-        np.asarray(serve(ctx, plan, fine, batching, split).requests_per_s) * _serving_replicas(plan)
-    )
-    return float(np.interp(wanted, fine_rates, fine))
+    wanted = min(wanted, float(rates[-1]))
+    # the rate is concave in the batch (and kinks where a prefill pool bounds it), so a chord
+    # between two grid points under-reads it: finer grids between the two that bracket the wanted
+    # rate take the inversion to 1e-6 of the batch
+    for _ in range(RATE_REFINEMENTS):
+        upper = int(np.searchsorted(rates, wanted))
+        if upper == 0:
+            break
+        batches = np.linspace(batches[upper - 1], batches[min(upper, batches.size - 1)], ARRIVAL_GRID_POINTS)
+        rates = np.maximum.accumulate(
+            np.asarray(serve(ctx, plan, batches, batching, split).requests_per_s) * _serving_replicas(plan)
+        )
+        wanted = min(wanted, float(rates[-1]))
+    return _first_batch_at(rates, batches, wanted)
 
 
 def _batch_and_queue(
@@ -336,10 +366,7 @@ def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
         return
     per_replica = plan.gpus_per_replica
     if plan.num_gpus > gpus:
-        raise InvalidPlanError(
-            f"the plan needs {plan.num_gpus} GPUs ({plan.describe()}), {cluster.name} has {gpus}; "
-            f"use at most {gpus // per_replica} replicas or a bigger cluster"
-        )
+        raise InvalidPlanError(_too_few_gpus_message(plan, cluster))
     node_gpus = gpus // cluster.num_nodes
     advice = []
     if gpus % per_replica == 0:
@@ -351,6 +378,42 @@ def check_gpus(plan: InferencePlan, cluster: Cluster) -> None:
     raise InvalidPlanError(
         f"the plan uses {plan.num_gpus} of the {gpus} GPUs of {cluster.name} and a multi-node cluster "
         f"is used whole; fix: pass {fix}"
+    )
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 GPU``, ``2 GPUs``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _too_few_gpus_message(plan: InferencePlan, cluster: Cluster) -> str:
+    """Why ``plan`` does not fit the GPUs of ``cluster``, and the fix: fewer replicas, where some fit,
+    else a bigger system; a disaggregated split needs a prefill and a decode replica at least."""
+    gpus = cluster.num_accelerators
+    bigger = f"a system of at least {_counted(plan.num_gpus, 'GPU')} (--system)"
+    if plan.disaggregated is None:
+        fitting = gpus // plan.gpus_per_replica
+        fix = (
+            f"--replicas {fitting} or fewer, or {bigger}"
+            if fitting >= 1
+            else f"fewer GPUs per replica (tp x dp-attention x pp) or {bigger}"
+        )
+        return (
+            f"the plan needs {_counted(plan.num_gpus, 'GPU')} ({plan.describe()}) and {cluster.name} has "
+            f"{gpus}; fix: {fix}"
+        )
+    prefill, decode = plan.disaggregated
+    prefill_gpus, decode_gpus = plan.prefill_plan.gpus_per_replica, plan.gpus_per_replica
+    smallest = prefill_gpus + decode_gpus  # one prefill and one decode replica
+    if smallest <= gpus:
+        fix = f"a split whose pools fit the {gpus} GPUs (1:1 takes {smallest}) or {bigger}"
+    else:
+        fix = f"a system of at least {_counted(smallest, 'GPU')} (--system) or no --disaggregated"
+    return (
+        f"the disaggregated split {prefill}:{decode} needs {_counted(plan.num_gpus, 'GPU')} "
+        f"({_counted(prefill, 'prefill replica')} of {_counted(prefill_gpus, 'GPU')} and "
+        f"{_counted(decode, 'decode replica')} of {_counted(decode_gpus, 'GPU')}) and {cluster.name} has "
+        f"{gpus}; fix: {fix}"
     )
 
 
@@ -439,6 +502,10 @@ def estimate_inference(
         batch, waiting = loop.batch, load.concurrency / decoders - loop.batch
         arrays, rate, ttft = loop.arrays, loop.requests_per_s, loop.ttft_s
     tpot = _scalar(arrays.tpot_s)
+    in_flight = (batch + waiting) * decoders
+    if split is not None and load.concurrency is None:
+        # Little's law over both pools: each request is in the prefill pool, crossing, or decoding
+        in_flight = rate * (ttft + max(load.output_tokens - 1, 1) * tpot)
     parts = {name: _scalar(value) for name, value in arrays.iteration.parts.items()}
     sentence, part = bound_sentence(parts, inference_hardware, plan)
     mode = "disaggregated" if split is not None else batching
@@ -454,7 +521,7 @@ def estimate_inference(
         batch_per_replica=batch,
         max_batch=int(max_batch),
         max_batch_limit=_max_batch_limit(memory, plan),
-        concurrency=(batch + waiting) * decoders,
+        concurrency=in_flight,
         ttft_s=ttft,
         tpot_s=tpot,
         output_tokens_per_s=rate * load.output_tokens,
@@ -473,6 +540,7 @@ def estimate_inference(
         assumptions=(
             *context,
             *assumption_lines(inference_hardware, plan, mode, bool(np.asarray(memory.kv_share_raised).any())),
+            *attention_note(parts),
             *routing_note(model, inference_hardware, plan),
             *state_note(model),
         ),

@@ -14,7 +14,7 @@ from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor,
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.iteration import ITERATION_PARTS
 from lightspeed.sol.infer.plan import InferencePlan, SpeculativeDecoding
-from lightspeed.units import element_bits, format_bytes_per_s, format_memory, format_percent
+from lightspeed.units import element_bits, format_bytes_per_s, format_duration, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
 
 PART_LABELS = {
@@ -29,14 +29,22 @@ PART_LABELS = {
     "attention_dp_pace": "attention-DP slowdown (fitted, not kernel time)",
     "launch": "kernel launch and teardown",
     "host": "host overhead",
+    "draft": "draft steps (speculative decoding)",
 }
+# The part of a speculative iteration's drafting (beside the engine's ITERATION_PARTS)
+DRAFT_PART = "draft"
 
 
 def bound_sentence(
     parts: dict[str, float], inference_hardware: InferenceHardware, plan: InferencePlan
 ) -> tuple[str, str]:
     """(sentence, part) naming what bounds the steady iteration: the largest group of the parts
-    the engine prices from the hardware; the fitted attention-DP slowdown is said after it."""
+    the engine prices from the hardware, and the two largest parts, the draft steps of speculative
+    decoding (``draft``) among them; the fitted attention-DP slowdown is said after it.
+
+    A draft step is a plain decode step of the same deployment (at the draft's cost), bound as the
+    rest of the iteration is: the group is judged on the other parts, and the draft steps stream
+    from HBM as those do."""
     total = sum(parts.values())
     groups = {
         "memory-bound": ("weight_reads", "kv_cache", "elementwise"),
@@ -44,23 +52,25 @@ def bound_sentence(
         "communication-bound": ("tp_comm", "ep_comm", "pp_comm"),
         "overhead-bound": ("launch", "host"),
     }
-    shares = {name: sum(parts[p] for p in members) / total for name, members in groups.items()}
+    shares = {name: sum(parts.get(p, 0.0) for p in members) for name, members in groups.items()}
     kind = max(shares, key=lambda name: shares[name])
-    priced = [name for name in ITERATION_PARTS if name != "attention_dp_pace"]
-    ranked = sorted(priced, key=lambda name: parts[name], reverse=True)
-    top = [name for name in ranked if parts[name] > 0][:2]
+    priced = [name for name in (*ITERATION_PARTS, DRAFT_PART) if name != "attention_dp_pace"]
+    ranked = sorted(priced, key=lambda name: parts.get(name, 0.0), reverse=True)
+    top = [name for name in ranked if parts.get(name, 0.0) > 0][:2]
     details = ", ".join(
         f"{part_text(name, inference_hardware, plan)} {format_percent(parts[name] / total, 0)}"
         for name in top
     )
     sentence = f"{kind}: {details} of each iteration"
     if kind == "memory-bound":
-        # the memory parts are bytes at the streaming ceiling: those bytes over the whole step
+        # the memory parts are bytes at the streaming ceiling: those bytes over the step (its draft
+        # steps streaming as the rest of it does)
         ceiling = inference_hardware.stream_bytes_per_s
-        streamed_s = sum(parts[name] for name in groups["memory-bound"])
+        streamed_s = sum(parts.get(name, 0.0) for name in groups["memory-bound"])
+        drafted_s = parts.get(DRAFT_PART, 0.0)
         sentence += (
             f" (HBM streaming ceiling {format_bytes_per_s(ceiling)}, "
-            f"{format_bytes_per_s(ceiling * streamed_s / total)} sustained over the step)"
+            f"{format_bytes_per_s(ceiling * streamed_s / (total - drafted_s))} sustained over the step)"
         )
     pace = parts.get("attention_dp_pace", 0.0)
     if pace > 0:
@@ -233,6 +243,21 @@ def state_note(model: TransformerSpec) -> tuple[str, ...]:
     )
 
 
+def attention_note(parts: dict[str, float]) -> tuple[str, ...]:
+    """Where the KV-cache reads sit in the breakdown, said where the attention math outweighs the
+    KV-cache part (none otherwise): an attention kernel's time goes to the side of its roofline
+    that binds (:mod:`~lightspeed.sol.infer.iteration`), so a compute-bound kernel's reads are inside
+    the math and the KV-cache part holds the memory-bound kernels' reads and the cache writes."""
+    math_s, cache_s = parts.get("attention_compute", 0.0), parts.get("kv_cache", 0.0)
+    if math_s <= cache_s:
+        return ()
+    return (
+        f"attention kernels priced at their roofline: attention math ({format_duration(math_s)}) holds "
+        "the KV-cache reads of the kernels whose math binds; the KV-cache reads/writes part "
+        f"({format_duration(cache_s)}) holds only the reads of memory-bound ones and the cache writes",
+    )
+
+
 def routing_note(
     model: TransformerSpec, inference_hardware: InferenceHardware, plan: InferencePlan
 ) -> tuple[str, ...]:
@@ -356,6 +381,7 @@ def _acceptance_text(spec: SpeculativeDecoding) -> str:
 __all__ = [
     "PART_LABELS",
     "assumption_lines",
+    "attention_note",
     "bound_sentence",
     "part_text",
     "routing_note",

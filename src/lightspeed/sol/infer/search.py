@@ -10,7 +10,10 @@ tokens/s per user (``1 / TPOT``). Split into prefill and decode pools, a
 decode pool is paired with prefill replicas of its own shape and of the first shape
 on the prefill front (:func:`prefill_front`, most prompts per GPU first) that tiles
 the GPUs it leaves: a pool's prompt rate and prompt time depend on its replicas'
-shape alone.
+shape alone. Where the prefill pool bounds a split point's rate, its decode replicas hold
+the batch that rate keeps decoding (not the ladder's), at that batch's TPOT. The best is
+printed as ``plan infer`` estimates it at the point's own batch (aggregated) or rate (split):
+the same TTFT, TPOT and throughput the search ranked.
 
 The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concept for training).
 """
@@ -52,6 +55,7 @@ from lightspeed.sol.infer.serving import (
     ServingArrays,
     ServingContext,
     continuous,
+    decode_only,
     disaggregated,
     prefill_pool_arrays,
 )
@@ -110,10 +114,9 @@ class InferenceSearchResult(Record):
     num_shapes_infeasible: int = 0
 
 
-def _evaluate(ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray) -> ServingArrays:
-    """Aggregated and disaggregated points in one pass; rates for the whole deployment."""
-    model, inference_hardware = ctx.model, ctx.hardware
-    deployments = Deployments(
+def _deployments(shapes: ShapeColumns, batch: np.ndarray) -> Deployments:
+    """The points' degrees and ``batch`` sequences per (decode) replica."""
+    return Deployments(
         tp=shapes.tp,
         pp=shapes.pp,
         ep=shapes.ep,
@@ -122,8 +125,12 @@ def _evaluate(ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray) -> S
         expert_imbalance=shapes.expert_imbalance,
         physical_experts=shapes.physical_experts,
     )
-    aggregated = continuous(deployments, ctx)
-    prompt_kv = kv_bytes_per_token_at(model, inference_hardware.precisions.kv_cache, ctx.load.input_tokens)
+
+
+def _split_arrays(ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray) -> ServingArrays:
+    """The points as separate prefill and decode pools (a point without a prefill pool: one prefill
+    replica, unused), rates for the whole deployment."""
+    prompt_kv = kv_bytes_per_token_at(ctx.model, ctx.hardware.precisions.kv_cache, ctx.load.input_tokens)
     split = PoolSplit(
         prefill_replicas=np.maximum(shapes.prefill, 1.0),
         decode_replicas=shapes.decode,
@@ -132,16 +139,93 @@ def _evaluate(ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray) -> S
         kv_bytes_per_token_per_replica=np.full(batch.shape, float(prompt_kv)),
         crosses_domains=shapes.prefill * shapes.prefill_tp * shapes.prefill_dp_attention * shapes.prefill_pp
         + shapes.decode * shapes.tp * shapes.dp_attention * shapes.pp
-        > inference_hardware.hardware.domain_size,
+        > ctx.hardware.hardware.domain_size,
         prefill_shape=shapes.prefill_stage,
     )
-    split_arrays = disaggregated(deployments, ctx, split)
+    return disaggregated(_deployments(shapes, batch), ctx, split)
+
+
+# A prefill-bound split point settles at the decode batch its prompt rate keeps decoding: to this
+# relative tolerance, in at most this many rounds (TPOT is near affine in the batch: a few)
+SETTLE_TOLERANCE: Final = 1e-7
+SETTLE_ROUNDS: Final = 40
+
+
+def _held_batch(
+    ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray, tpot_s: np.ndarray, rate: np.ndarray
+) -> np.ndarray:
+    """The decode batch per replica that ``rate`` requests per second keep decoding, by Little's law
+    on the decode pool: the root of ``b = rate x (OSL - 1) x TPOT(b) / D`` below ``batch`` (whose
+    TPOT is ``tpot_s``). Secant steps inside the bracket that holds it, else the plain step
+    ``b <- rate x (OSL - 1) x TPOT(b) / D``, which stays inside it (TPOT grows with the batch)."""
+    per_tpot = rate * max(ctx.load.output_tokens - 1, 1) / shapes.decode  # sequences per second of TPOT
+    low, high = np.zeros_like(batch), batch.copy()  # the root lies between them
+    previous, previous_tpot = batch, tpot_s
+    held = np.minimum(per_tpot * tpot_s, batch)
+    for _ in range(SETTLE_ROUNDS):
+        tpot = np.asarray(decode_only(_deployments(shapes, held), ctx).tpot_s)  # the decode pool's
+        target = per_tpot * tpot
+        if np.all(np.abs(target - held) <= SETTLE_TOLERANCE * held):
+            break
+        low, high = np.where(target >= held, held, low), np.where(target < held, held, high)
+        step = held - previous
+        slope = np.divide(tpot - previous_tpot, step, out=np.zeros_like(step), where=step != 0)
+        denominator = 1.0 - per_tpot * slope
+        secant = np.divide(
+            per_tpot * (tpot - slope * held), denominator, out=target.copy(), where=denominator > 0
+        )
+        previous, previous_tpot = held, tpot
+        held = np.where((secant > low) & (secant < high), secant, np.clip(target, low, high))
+    return np.asarray(held)
+
+
+def _settled_split(
+    ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray
+) -> tuple[np.ndarray, ServingArrays]:
+    """(decode batch per replica, steady state) of the points as separate pools.
+
+    Where the prefill pool bounds the rate, the decode replicas cannot fill ``batch``: they hold
+    what the prompt rate keeps decoding (:func:`_held_batch`), and the point is that batch, at that
+    batch's TPOT, as ``plan infer`` at the rate it serves decodes it (one point, one TTFT and TPOT,
+    whether the search ranks it or the estimate prints it)."""
+    arrays = _split_arrays(ctx, shapes, batch)
+    rate, tpot = np.asarray(arrays.requests_per_s), np.asarray(arrays.tpot_s)
+    held = rate * max(ctx.load.output_tokens - 1, 1) * tpot / shapes.decode
+    over = np.flatnonzero((shapes.prefill > 0) & (held < batch * (1.0 - SETTLE_TOLERANCE)))
+    if over.size == 0:
+        return batch, arrays
+    shapes_over = shapes.select(over)
+    settled = _held_batch(ctx, shapes_over, batch[over], tpot[over], rate[over])
+    again = _split_arrays(ctx, shapes_over, settled)
+    batch = batch.copy()
+    batch[over] = settled
+
+    def merged(name: str) -> np.ndarray:
+        column = np.array(getattr(arrays, name), dtype=np.float64)
+        column[over] = np.asarray(getattr(again, name))
+        return column
+
+    # the rate stays the prefill pool's (the decode pool at the held batch serves it, to the
+    # tolerance), so points sharing a prefill pool tie on it exactly and the faster TPOT wins
+    return batch, replace(
+        arrays, ttft_s=merged("ttft_s"), tpot_s=merged("tpot_s"), kv_transfer_s=merged("kv_transfer_s")
+    )
+
+
+def _evaluate(
+    ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray
+) -> tuple[np.ndarray, ServingArrays]:
+    """(decode batch per replica, steady state) of aggregated and disaggregated points in one pass;
+    rates for the whole deployment. A split point's batch is what its decode pool holds
+    (:func:`_settled_split`)."""
+    aggregated = continuous(_deployments(shapes, batch), ctx)
+    held, split_arrays = _settled_split(ctx, shapes, batch)
     pooled = shapes.prefill > 0
 
     def pick(name: str, scale: Any = 1.0) -> np.ndarray:
         return np.asarray(np.where(pooled, getattr(split_arrays, name), getattr(aggregated, name) * scale))
 
-    return ServingArrays(
+    arrays = ServingArrays(
         ttft_s=pick("ttft_s"),
         tpot_s=pick("tpot_s"),
         output_tokens_per_s=pick("output_tokens_per_s", shapes.decode),
@@ -149,6 +233,7 @@ def _evaluate(ctx: ServingContext, shapes: ShapeColumns, batch: np.ndarray) -> S
         iteration=aggregated.iteration,
         kv_transfer_s=pick("kv_transfer_s"),
     )
+    return np.asarray(np.where(pooled, held, batch)), arrays
 
 
 def pareto_front(per_gpu: np.ndarray, per_user: np.ndarray) -> np.ndarray:
@@ -535,7 +620,7 @@ def search_inference(
     points, batch, prefill_stages = _space(
         request, ctx, limit, disaggregated=disaggregated, attention_dp=attention_dp
     )
-    arrays = _evaluate(ctx, points, batch)
+    batch, arrays = _evaluate(ctx, points, batch)
     best, front, num_feasible = _select(request, points, arrays, frontier_points)
     per_shape, num_infeasible = _best_per_shape(
         points, np.asarray(arrays.output_tokens_per_s) / request.num_gpus, _feasible(request, arrays)[1]
@@ -545,9 +630,7 @@ def search_inference(
         model=model,
         cluster=cluster,
         plan=plan,
-        load=ServingLoad(
-            load.input_tokens, load.output_tokens, concurrency=_users(plan, load, arrays, batch, best)
-        ),
+        load=_load_at(plan, load, arrays, batch, best),
         efficiency=efficiency,
         serving=inference_hardware.serving,
     )
@@ -569,18 +652,19 @@ def search_inference(
     )
 
 
-def _users(
+def _load_at(
     plan: InferencePlan, load: ServingLoad, arrays: ServingArrays, batch: np.ndarray, best: int
-) -> int:
-    """Requests in flight at the ``best`` point, as ``plan infer --concurrency`` takes them: the
-    replicas' batches; with separate pools, also those in the prefill pool or crossing to the
-    decode pool (Little's law over the loop: rate x (TTFT + decode time)), so the estimate
-    printed decodes the batch the point was ranked at."""
+) -> ServingLoad:
+    """The load under which ``plan infer`` decodes the ``best`` point as the search ranked it (its
+    batch, TTFT, TPOT and rate): its replicas' batches in flight (``--concurrency``); with separate
+    pools, the rate the point serves (``--arrival-rate``), the open loop the search evaluates (a
+    closed loop's whole number of users would add a fraction of a user's wait to the TTFT, or take
+    it from the rate)."""
     if plan.disaggregated is None:
-        return max(round(float(batch[best]) * plan.replicas), 1)
-    decode_s = max(load.output_tokens - 1, 1) * float(np.asarray(arrays.tpot_s)[best])
-    cycle_s = float(np.asarray(arrays.ttft_s)[best]) + decode_s
-    return max(round(float(np.asarray(arrays.requests_per_s)[best]) * cycle_s), 1)
+        users = max(round(float(batch[best]) * plan.replicas), 1)
+        return ServingLoad(load.input_tokens, load.output_tokens, concurrency=users)
+    rate = float(np.asarray(arrays.requests_per_s)[best])
+    return ServingLoad(load.input_tokens, load.output_tokens, arrival_rate_per_s=rate)
 
 
 # The most draft tokens a search over speculative depths tries (MTP and EAGLE deployments run 1-7:
