@@ -145,6 +145,8 @@ CONTRACTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "bound",
             "plan",
             "load",
+            "simulated",
+            "not_simulated",
         ),
     ),
     "search infer": (
