@@ -25,15 +25,14 @@ install it with pip install 'lightspeed[bench]'
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import logging
 import re
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from types import ModuleType
 from typing import Final
 
-from lightspeed.errors import MissingExtraError, first_line
+from lightspeed.errors import MissingExtraError, require_extra
 from lightspeed.records import Record
 
 LOG = logging.getLogger(__name__)
@@ -85,15 +84,11 @@ def import_extra(module: str, *, extra: str, purpose: str, package: str | None =
     known = extra_of(module)
     label = package or (known[1] if known is not None else module.split(".", maxsplit=1)[0])
     try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as error:
-        if error.name is not None and (module == error.name or module.startswith(error.name + ".")):
-            raise MissingExtraError(label, extra, purpose) from None
-        LOG.debug("importing %s failed", module, exc_info=True)
-        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None
-    except Exception as error:  # a broken install raises anything: TypeError, OSError, AttributeError
-        LOG.debug("importing %s failed", module, exc_info=True)
-        raise MissingExtraError(label, extra, purpose, problem=first_line(error)) from None
+        return require_extra(module, extra, purpose, package=label)
+    except MissingExtraError as error:
+        if error.problem is not None:  # installed but broken: the library's own traceback at -vv
+            LOG.debug("importing %s failed", module, exc_info=error.__context__)
+        raise
 
 
 @dataclass(frozen=True)
@@ -149,7 +144,7 @@ def installed_version(distribution: str, module: str) -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     try:
-        found = importlib.util.find_spec(module) is not None
+        found = find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package that fails, or a module without a spec
         found = False
     return version if found else None

@@ -18,7 +18,7 @@ import sys, time
 from pathlib import Path
 from lightspeed.goodput import Tracker
 
-run_dir = Path(sys.argv[sys.argv.index("--run-dir") + 1])
+run_dir = Path(next(arg for arg in sys.argv if arg.startswith("--run-dir=")).partition("=")[2])
 with Tracker(run_dir, flush_interval_s=0.05) as tracker:
     for _ in range(2):
         with tracker.step(tokens=10):

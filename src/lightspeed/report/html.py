@@ -34,6 +34,7 @@ from rich.markup import escape
 
 from lightspeed import __version__
 from lightspeed.errors import UserInputError
+from lightspeed.files import check_output, write_failed
 from lightspeed.records import Record
 from lightspeed.report.console import make_console
 from lightspeed.report.plots import check_plot_targets, figure_svg
@@ -216,13 +217,16 @@ def write_report(
     anything is written: a bad ``path`` or ``plots_dir`` leaves no half-written output.
     """
     page = render_html(title=title, sections=sections, subtitle=subtitle)
+    check_output(path, what="report", example="report.html")  # a FIFO would block the write forever
     _check_folder(path, "the report to")
     stems = [] if plots_dir is None else [plots_dir / _chart_id(s, c) for s in sections for c in s.charts]
     if plots_dir is not None and plots_dir.exists() and not plots_dir.is_dir():
         raise UserInputError(f"cannot write the plots into {plots_dir}: it is a file; name a folder")
     for stem in stems:
-        check_plot_targets(stem, ("png", "svg"))
+        for target in check_plot_targets(stem, ("png", "svg")):
+            check_output(target, what="plot")
     plot_paths: list[Path] = []
+    target = path  # the file being written: a full disk's error names none (error.filename is None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")
@@ -231,11 +235,14 @@ def write_report(
             for section in sections:
                 for chart in section.charts:
                     stem = plots_dir / _chart_id(section, chart)
-                    stem.with_suffix(".svg").write_text(chart.svg, encoding="utf-8")
-                    stem.with_suffix(".png").write_bytes(chart.png)
+                    target = stem.with_suffix(".svg")
+                    target.write_text(chart.svg, encoding="utf-8")
+                    target = stem.with_suffix(".png")
+                    target.write_bytes(chart.png)
                     plot_paths.extend((stem.with_suffix(".png"), stem.with_suffix(".svg")))
     except OSError as error:
-        raise UserInputError(f"cannot write the report to {error.filename}: {error.strerror}") from None
+        failed = Path(error.filename) if error.filename else target
+        raise write_failed(failed, "report" if failed == path else "plot", error) from None
     summaries = tuple(
         SectionSummary(
             key=_section_key(section.key),

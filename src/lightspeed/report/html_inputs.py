@@ -1,7 +1,8 @@
 """Gather what the HTML report draws: ``--from`` sources, else the results store.
 
-Sources are read with the areas' public readers: a goodput run folder with
-:func:`lightspeed.goodput.read_run`, a profiler trace with the trace area's
+Sources are read with the areas' public readers: a goodput run folder (or one rank's
+``rank-*.jsonl`` log) with :func:`lightspeed.goodput.read_run`, a monitor run folder (or one
+``capture-*.jsonl``) with :func:`lightspeed.monitor.analyze_run`, a profiler trace with the trace area's
 loader, benchmark results (``lightspeed bench --json``) or a plan estimate
 (``lightspeed plan train --json``), a serving estimate (``lightspeed plan infer --json``) or a
 simulated serving run (``lightspeed simulate --json``) from JSON, a results-store run by id. Without
@@ -46,6 +47,7 @@ from lightspeed.store import (
     open_store,
 )
 from lightspeed.trace import detect_format, kernel_report, load_trace, read_ncu, summarize
+from lightspeed.trace.io.formats import GOODPUT_LOG, MONITOR_CAPTURE, NCU_CSV
 from lightspeed.units import compute_precision
 
 MAX_JSON_BYTES: Final = 64 * 2**20
@@ -237,8 +239,8 @@ def gather_inputs(
 ) -> ReportInputs:
     """Everything the report draws: from ``sources`` when given, else the store's newest runs.
 
-    A source is a goodput run folder (its monitor runs are drawn too), a
-    ``lightspeed monitor run`` folder, a profiler trace (a file, or a folder of
+    A source is a goodput run folder or one rank's log (its monitor runs are drawn too), a
+    ``lightspeed monitor run`` folder or one capture file, a profiler trace (a file, or a folder of
     per-rank files; Kineto or Nsight Systems), Nsight Compute CSV output, a plan
     estimate JSON file, or a store run (``run:ID``).
     The metric history comes from the store (``history_name`` / ``history_metric``
@@ -297,21 +299,31 @@ def _read_source(source: str, store: ResultsStore, found: _Collected) -> None:
         if path.resolve() in found.folders:
             return
         found.folders.add(path.resolve())
-    if path.is_file() and detect_format(path) == "ncu-csv":
+    # a file's format by its first bytes: one rank's goodput log or one monitor capture is read as
+    # its run folder is (each reader takes a single file), never as one JSON document
+    file_format = detect_format(path, unknown="") if path.is_file() else None
+    if file_format == NCU_CSV:
         _read_ncu(path, found)
+    elif file_format == MONITOR_CAPTURE:
+        found.monitors.append(analyze_run(path=path))
+    elif file_format == GOODPUT_LOG:
+        _read_goodput(path, found)
     elif is_trace_source(path):
         _read_trace(path, found)
     elif is_monitor_folder(path):
         found.monitors.append(analyze_run(path=path))
     elif path.is_dir():
-        found.ledgers.append(build_ledger(run=read_run(path)))
-        found.monitors.extend(
-            analyze_run(path=folder, goodput_run=path) for folder in monitor_folders_of(path)
-        )
+        _read_goodput(path, found)
     elif path.is_file():
         _read_json_source(path, found)
     else:
         _from_run(store, source, found)
+
+
+def _read_goodput(path: Path, found: _Collected) -> None:
+    """A goodput run's ledger (a run folder, or one rank's log) and the monitor runs that watched it."""
+    found.ledgers.append(build_ledger(run=read_run(path)))
+    found.monitors.extend(analyze_run(path=folder, goodput_run=path) for folder in monitor_folders_of(path))
 
 
 def _read_ncu(path: Path, found: _Collected) -> None:

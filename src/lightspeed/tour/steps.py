@@ -161,17 +161,7 @@ def step_train(state: TourState) -> list[str]:
         )
     run_dir = state.out_dir / "tiny-gpt" / "run"
     trace = state.out_dir / "tiny-gpt" / "trace.json"
-    command = [
-        sys.executable,
-        str(EXAMPLE),
-        "--run-dir",
-        str(run_dir),
-        "--profile-trace",
-        str(trace),
-        "--json",
-    ]
-    if state.quick:
-        command.append("--quick")
+    command = example_command(run_dir=run_dir, trace=trace, quick=state.quick)
     try:
         completed = subprocess.run(
             command, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT_S, check=False
@@ -195,6 +185,19 @@ def step_train(state: TourState) -> list[str]:
         f"badput: {_top_badput(ledger)}",
         f"run folder {run_dir}; stored as run {run_id}",
     ]
+
+
+def example_command(*, run_dir: Path, trace: Path, quick: bool) -> list[str]:
+    """The tiny-GPT example's command line. Each path is joined to its option by ``=``, so that a
+    path starting with ``-`` (``--out=-1``) is the option's value, not another option."""
+    command = [
+        sys.executable,
+        str(EXAMPLE),
+        f"--run-dir={run_dir}",
+        f"--profile-trace={trace}",
+        "--json",
+    ]
+    return [*command, "--quick"] if quick else command
 
 
 def _top_badput(ledger: Ledger) -> str:
