@@ -322,9 +322,11 @@ def looks_like_path(text: str) -> bool:
     return "/" in text or os.sep in text or bool(Path(text).suffix) or os.path.lexists(text)
 
 
-def check_output(path: Path, *, what: str, example: str = "") -> None:
+def check_output(path: Path, *, what: str, example: str = "", new_folder_ok: bool = True) -> None:
     """Refuse to write ``what`` over a folder, a FIFO or a device (a writer that replaces the file
-    atomically would replace the folder entry or the device node); a missing file is fine.
+    atomically would replace the folder entry or the device node; opening a FIFO would wait for a
+    reader); a missing file is fine, and so is a missing folder for it unless ``new_folder_ok`` is
+    false (a writer that creates none: a user's output path).
 
     >>> check_output(Path("/tmp"), what="expert load", example="load.json")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -337,6 +339,8 @@ def check_output(path: Path, *, what: str, example: str = "") -> None:
         refusal = unusable_path(path, error, fix=f"choose a shorter path to write the {what} to")
         if refusal is not None:
             raise refusal from None
+        if not new_folder_ok:
+            _check_output_folder(path, what)
         return  # absent (or unreachable: the write itself says why)
     special = kind_of(info.st_mode)
     if special is not None:
@@ -345,7 +349,83 @@ def check_output(path: Path, *, what: str, example: str = "") -> None:
             if example and stat.S_ISDIR(info.st_mode)
             else "; name a file"
         )
-        raise UserInputError(f"{path} is {special[0]}, not a file to write the {what} to{hint}")
+        raise _not_a_file(path, special[0], what, hint)
+
+
+def ends_in_separator(text: str) -> bool:
+    """Whether the path ``text`` ends in a folder separator (``out/``): it names a folder, though
+    :class:`~pathlib.Path` drops the separator (``Path("out/")`` is ``out``).
+
+    >>> ends_in_separator("runs/"), ends_in_separator("runs/plan.toml"), ends_in_separator("/")
+    (True, False, True)
+    """
+    return text.endswith(tuple(sep for sep in (os.sep, os.altsep, "/") if sep))
+
+
+def _check_output_folder(path: Path, what: str) -> None:
+    """Refuse a new output ``path`` whose folder does not exist or is not a folder (nothing is
+    created for it); a folder that cannot be reached is left to the write, which says why."""
+    folder = path.parent
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        raise UserInputError(
+            f"cannot write the {what} to {path}: no folder {folder}; create it first or name another path"
+        ) from None
+    except NotADirectoryError:
+        info = None
+    except OSError:
+        return
+    if info is None or not stat.S_ISDIR(info.st_mode):
+        raise UserInputError(
+            f"cannot write the {what} to {path}: {folder} is not a folder; name a path in a folder"
+        )
+
+
+_WRITE_FLAGS: Final = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_TRUNC
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def write_output_text(path: Path, text: str, *, what: str, example: str = "") -> None:
+    """Write ``text`` (UTF-8) to the file ``path`` a user named for ``what``, after
+    :func:`check_output` (its folder must exist: none is created). The file is opened without
+    blocking and checked again through its handle, so that a FIFO put in its place after the check
+    is refused, never waited on.
+
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "plan.toml"
+    >>> write_output_text(target, "x = 1\\n", what="plan file")
+    >>> target.read_text()
+    'x = 1\\n'
+    """
+    check_output(path, what=what, example=example, new_folder_ok=False)
+    try:
+        descriptor = os.open(path, _WRITE_FLAGS, 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO with no reader, made after the check
+            raise _not_a_file(path, "a FIFO (named pipe)", what) from None
+        raise write_failed(path, what, error) from None
+    special = kind_of(os.fstat(descriptor).st_mode)
+    if special is not None:
+        os.close(descriptor)
+        raise _not_a_file(path, special[0], what)
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(descriptor, True)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+    except OSError as error:
+        raise write_failed(path, what, error) from None
+
+
+def _not_a_file(path: Path, kind: str, what: str, hint: str = "; name a file") -> UserInputError:
+    return UserInputError(f"{path} is {kind}, not a file to write the {what} to{hint}")
 
 
 def cannot_create_in(folder: Path) -> str | None:

@@ -1,4 +1,5 @@
-"""Where lightspeed keeps its files (the results store, calibration profiles)."""
+"""Where lightspeed keeps its files (the results store, calibration profiles, caches), and the
+switches that turn its caches off."""
 
 from __future__ import annotations
 
@@ -7,11 +8,29 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from lightspeed.errors import UserInputError
+from lightspeed.files import excerpt
+
 HOME_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_HOME"
 
 
+def configured_path(variable: str) -> str | None:
+    """The path the environment ``variable`` gives; ``None`` when it is unset, empty or blank (only
+    spaces), which name no folder (``Path(" ")`` would be a folder named by a space in the current
+    folder). A relative path is relative to the current folder.
+
+    >>> os.environ["LIGHTSPEED_EXAMPLE_PATH"] = "  "
+    >>> configured_path("LIGHTSPEED_EXAMPLE_PATH") is None
+    True
+    >>> del os.environ["LIGHTSPEED_EXAMPLE_PATH"]
+    """
+    value = os.environ.get(variable)
+    return value if value is not None and value.strip() else None
+
+
 def lightspeed_home() -> Path:
-    """The folder lightspeed writes to: ``$LIGHTSPEED_HOME``, else the user-data directory.
+    """The folder lightspeed writes to: ``$LIGHTSPEED_HOME`` (unset when empty or blank), else the
+    user-data directory.
 
     Linux: ``$XDG_DATA_HOME/lightspeed`` (default ``~/.local/share/lightspeed``);
     macOS: ``~/Library/Application Support/lightspeed``; Windows:
@@ -20,7 +39,7 @@ def lightspeed_home() -> Path:
     >>> isinstance(lightspeed_home(), Path)
     True
     """
-    configured = os.environ.get(HOME_ENVIRONMENT_VARIABLE)
+    configured = configured_path(HOME_ENVIRONMENT_VARIABLE)
     if configured:
         return Path(configured).expanduser()
     if sys.platform == "win32":
@@ -54,7 +73,8 @@ CACHE_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_CACHE"
 
 def lightspeed_cache() -> Path:
     """The folder of files lightspeed can rebuild (parsed traces): ``$LIGHTSPEED_CACHE``, else
-    ``$LIGHTSPEED_HOME/cache`` when ``LIGHTSPEED_HOME`` is set, else the user cache directory.
+    ``$LIGHTSPEED_HOME/cache`` when ``LIGHTSPEED_HOME`` is set, else the user cache directory
+    (either variable empty or blank counts as unset).
 
     Linux: ``$XDG_CACHE_HOME/lightspeed`` (default ``~/.cache/lightspeed``); macOS:
     ``~/Library/Caches/lightspeed``; Windows: ``%LOCALAPPDATA%\\lightspeed\\cache``. The
@@ -63,10 +83,10 @@ def lightspeed_cache() -> Path:
     >>> lightspeed_cache().name in ("cache", "lightspeed") or "LIGHTSPEED_CACHE" in os.environ
     True
     """
-    configured = os.environ.get(CACHE_ENVIRONMENT_VARIABLE)
+    configured = configured_path(CACHE_ENVIRONMENT_VARIABLE)
     if configured:
         return Path(configured).expanduser()
-    if os.environ.get(HOME_ENVIRONMENT_VARIABLE):
+    if configured_path(HOME_ENVIRONMENT_VARIABLE):
         return lightspeed_home() / "cache"
     if sys.platform == "win32":
         return lightspeed_home() / "cache"
@@ -74,3 +94,28 @@ def lightspeed_cache() -> Path:
         return Path.home() / "Library" / "Caches" / "lightspeed"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "lightspeed"
+
+
+SWITCH_OFF: Final = frozenset({"off", "0", "no", "false"})
+SWITCH_ON: Final = frozenset({"", "on", "1", "yes", "true"})
+
+
+def switch_on(variable: str, *, what: str) -> bool:
+    """Whether the environment ``variable`` leaves ``what`` (``the trace cache``) on: unset, empty,
+    ``on``, ``1``, ``yes``, ``true`` keep it, ``off``, ``0``, ``no``, ``false`` turn it off (any
+    case, spaces around ignored); any other value is a :class:`UserInputError` naming the variable.
+
+    >>> os.environ["LIGHTSPEED_EXAMPLE_SWITCH"] = " Off "
+    >>> switch_on("LIGHTSPEED_EXAMPLE_SWITCH", what="the example cache")
+    False
+    >>> del os.environ["LIGHTSPEED_EXAMPLE_SWITCH"]
+    """
+    text = os.environ.get(variable, "").strip()
+    if text.lower() in SWITCH_OFF:
+        return False
+    if text.lower() in SWITCH_ON:
+        return True
+    raise UserInputError(
+        f"{variable}={excerpt(text)!r} is neither on nor off; give off (or 0, no, false) to turn {what} "
+        "off, on (or 1, yes, true) or nothing to keep it"
+    )

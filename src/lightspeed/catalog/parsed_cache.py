@@ -7,7 +7,8 @@ resolved path, size and modification time, so an edited, added or removed file (
 ``--catalog``) makes a new entry and an old one is never read. An entry that cannot be read
 (truncated, corrupt, written by another version) is ignored and rebuilt; a cache folder that
 cannot be written leaves the command to parse every time. ``$LIGHTSPEED_CATALOG_CACHE=off``
-switches it off. Only lightspeed writes these files, in the user's own cache folder, and an entry
+switches it off (a value that is neither on nor off is refused: :func:`~lightspeed.paths.switch_on`).
+Only lightspeed writes these files, in the user's own cache folder, and an entry
 is unpickled only where no one else could have written it: on POSIX the entry and its folder must
 belong to this user and be writable by no group or other user (the folder is made ``0700``); a
 shared or loosened cache folder is parsed from TOML every time, never trusted.
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, TypeVar
 
-from lightspeed.paths import lightspeed_cache
+from lightspeed.paths import lightspeed_cache, switch_on
 
 LOG = logging.getLogger(__name__)
 # bumped when the parsed records change shape or meaning (3: System.spec_name,
@@ -64,7 +65,7 @@ def files_key(files: Sequence[Path]) -> str:
 def cached(files: Sequence[Path], kind: type[T], build: Callable[[], T]) -> T:
     """What ``build`` parses from ``files``, read from the cache when an entry for exactly these
     files exists, else built and stored (an instance of ``kind`` either way)."""
-    if os.environ.get(SWITCH_VARIABLE, "").strip().lower() in ("off", "0", "no", "false"):
+    if not switch_on(SWITCH_VARIABLE, what="the catalog cache"):
         return build()
     try:
         entry = lightspeed_cache() / "catalog" / f"{files_key(files)}.pickle"

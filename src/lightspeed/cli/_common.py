@@ -17,7 +17,8 @@ import click
 import msgspec
 from click.core import ParameterSource
 
-from lightspeed.cli.options import flag_of
+from lightspeed.cli.options import first_repeated
+from lightspeed.cli.text_options import flag_of
 from lightspeed.files import excerpt
 from lightspeed.records import to_jsonable
 
@@ -169,11 +170,9 @@ def refuse_repeated_options(command: click.Command, ctx: click.Context, args: Se
 def refuse_repeated_values(flag: str, values: Sequence[Any], show: Callable[[Any], str] = str) -> None:
     """A usage error when a repeatable option (``--interval``) is given the same value twice
     (``1h`` and ``3600`` are one value once read): each value would be answered twice."""
-    seen: set[Any] = set()
-    for value in values:
-        if value in seen:
-            raise click.UsageError(f"{flag} {show(value)} given twice: give each value once")
-        seen.add(value)
+    repeated = first_repeated(values)
+    if repeated is not None:
+        raise click.UsageError(f"{flag} {show(values[repeated])} given twice: give each value once")
 
 
 def _single_valued(param: click.Parameter) -> bool:

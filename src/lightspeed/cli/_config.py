@@ -32,15 +32,17 @@ import click
 
 from lightspeed.cli import options as option_types
 from lightspeed.cli._completion import hardware_names, model_names
+from lightspeed.cli.text_options import InputFile, OutputPath
 from lightspeed.datafile import toml_value
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.files import check_input
+from lightspeed.files import check_input, write_output_text
 from lightspeed.sol import JobConfig, check_plan_kind, plan_file_kind, read_plan_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=JobConfig)
 _FILE_KEY = "_config_file"
 _KEYS_KEY = "_config_keys"
+PLAN_FILE_WHAT: Final = "plan file or model config (TOML or config.json)"  # what --config reads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +86,7 @@ def config_options(config_type: type[JobConfig], *, table: OptionTable | None = 
         function = click.option(
             "--save-config",
             "save_config",
-            type=option_types.OutputPath(dir_okay=False, example="plan.toml"),
+            type=OutputPath(dir_okay=False, example="plan.toml", what="plan file", new_folder_ok=False),
             help="Write this configuration as a TOML plan file (run it again with --config).",
         )(function)
         for item in reversed(config_type.settings()):
@@ -92,7 +94,7 @@ def config_options(config_type: type[JobConfig], *, table: OptionTable | None = 
         return click.option(
             "--config",
             "config_file",
-            type=option_types.OutputPath(dir_okay=False, example="plan.toml"),
+            type=InputFile(what=PLAN_FILE_WHAT, example="plan.toml"),
             is_eager=True,
             callback=_reader(config_type, table),
             help=f'Plan file (TOML with kind = "{config_type.KIND}", or this command\'s --json output) '
@@ -169,7 +171,7 @@ def _reader(
     def read(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
         if path is None:
             return None
-        check_input(path, what="plan file or model config (TOML or config.json)")  # missing, a FIFO, a device
+        check_input(path, what=PLAN_FILE_WHAT)  # missing, a FIFO, a device
         kind = plan_file_kind(path)
         if kind is None:
             check_plan_kind(path, config_type.KIND)  # a plan file with a bad kind says so here
@@ -287,10 +289,7 @@ def configuration(
         ctx = click.get_current_context(silent=True)
         command = ctx.command_path.partition(" ")[2] if ctx is not None else ""
         text = config.to_toml(command=command or None) + ("" if table is None else table.toml(values))
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise UserInputError(f"cannot write {target}: {error.strerror or error}") from None
+        write_output_text(target, text, what="plan file", example="plan.toml")
         click.echo(f"wrote {target}", err=True)
     return config
 

@@ -13,7 +13,7 @@ from lightspeed.cli._common import get_context, json_option, print_json
 from lightspeed.cli._config import config_options, configuration, field_options
 from lightspeed.cli._serve_options import resolve_slo, slo_of_text
 from lightspeed.cli._sol_options import refuse_given, refuse_on_dense, with_expert_load
-from lightspeed.cli.options import OutputPath
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import run, serving_parts
 from lightspeed.report import (

@@ -24,8 +24,8 @@ from lightspeed.cli.options import (
     LengthSpec,
     Number,
     ServiceLevelSpec,
-    flag_of,
 )
+from lightspeed.cli.text_options import InputFile, flag_of
 from lightspeed.errors import UserInputError
 from lightspeed.files import excerpt
 from lightspeed.sol.serve import (
@@ -77,7 +77,7 @@ def arrival_options(function: F) -> F:
             click.option(
                 "--trace",
                 "trace_path",
-                type=click.Path(dir_okay=False, path_type=Path),
+                type=InputFile(what="request trace", example="trace.csv"),
                 help="Replay a CSV/JSONL trace of arrival time (seconds; Mooncake's JSONL "
                 "timestamp: milliseconds), input and output tokens.",
             ),

@@ -29,17 +29,8 @@ from lightspeed.bench import (
 )
 from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli._sol_options import model_by_name_or_path
-from lightspeed.cli.options import (
-    ARRAY_SIZE,
-    GEMM_ROWS,
-    NAME,
-    PROCESSES,
-    THREADS,
-    TIMEOUT,
-    Integer,
-    OutputPath,
-    SizeList,
-)
+from lightspeed.cli.options import ARRAY_SIZE, GEMM_ROWS, NAME, PROCESSES, THREADS, TIMEOUT, Integer, SizeList
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_records
 from lightspeed.limits import MAX_BYTES

@@ -35,8 +35,8 @@ from lightspeed.cli.options import (
     SYSTEMS_PER_RACK,
     TOKENS,
     USD,
-    OutputPath,
 )
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.cost import (
     COST_WORKLOADS,
     DEFAULT_UPGRADE_WORKLOADS,

@@ -27,8 +27,8 @@ from lightspeed.cli.options import (
     PER_SECOND,
     RESTART_S,
     SEQ_LEN,
-    OutputPath,
 )
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.goodput import (
     Ledger,

@@ -29,7 +29,7 @@ from click.core import ParameterSource
 from lightspeed import __version__
 from lightspeed.cli._common import CliContext, refuse_repeated_options
 from lightspeed.cli._logging import LOG_ENVIRONMENT_VARIABLE, LOG_LEVELS, configure_logging
-from lightspeed.cli.options import flag_of
+from lightspeed.cli.text_options import flag_of
 from lightspeed.errors import LightspeedError, PlanDoesNotFitError, PlanMismatchError
 from lightspeed.files import excerpt, unusable_path
 

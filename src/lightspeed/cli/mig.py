@@ -9,7 +9,8 @@ import click
 
 from lightspeed.cli._common import emit, get_context, json_option, print_json
 from lightspeed.cli._sol_options import calibration_option, resolve_efficiency
-from lightspeed.cli.options import Integer, OutputPath
+from lightspeed.cli.options import Integer
+from lightspeed.cli.text_options import OutputPath
 
 MAX_LGI_BYTES = 1 << 20  # the -lgi table of a 8-GPU node is a few KiB
 

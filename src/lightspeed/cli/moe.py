@@ -24,6 +24,7 @@ from lightspeed.cli.options import (
     TOP_K,
     TOP_ROWS,
 )
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import DataFileError
 
 
@@ -271,7 +272,10 @@ def balance_json(placement: Any, layer_names: tuple[str, ...]) -> dict[str, Any]
 @_layout_options
 @click.option("--hot", "num_hot", type=TOP_ROWS, default=10, show_default=True, help="Hot experts.")
 @click.option(
-    "--plot", "plot_path", type=click.Path(path_type=Path), help="Write the heat map and replicas curve."
+    "--plot",
+    "plot_path",
+    type=OutputPath(example="expert-load.png"),
+    help="Write the heat map and replicas curve.",
 )
 @json_option
 def stats(
@@ -344,7 +348,11 @@ def stats(
 )
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
-    "--out", "out_path", type=click.Path(path_type=Path), required=True, help="Expert-load file to write."
+    "--out",
+    "out_path",
+    type=OutputPath(dir_okay=False, example="load.json", what="expert load", new_folder_ok=False),
+    required=True,
+    help="Expert-load file to write.",
 )
 @json_option
 def synth(

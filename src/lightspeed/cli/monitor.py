@@ -19,7 +19,8 @@ from typing import Any, Final
 import click
 
 from lightspeed.cli._common import get_context, json_option, print_json, with_warnings
-from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT, OutputPath
+from lightspeed.cli.options import PORT, REFRESHES, SAMPLE_INTERVAL, TIMEOUT
+from lightspeed.cli.text_options import InputFile, OutputPath
 from lightspeed.errors import DataFileError, LightspeedError, UnsupportedError, UserInputError, first_line
 from lightspeed.files import check_input, looks_like_path, open_input
 from lightspeed.monitor import (
@@ -321,7 +322,9 @@ def _house_warnings() -> Iterator[None]:
 @_interval_option
 @_backend_option
 @click.option(
-    "--replay", type=click.Path(dir_okay=False, path_type=Path), help="Watch a capture file play back."
+    "--replay",
+    type=InputFile(what="monitor capture", example="capture.jsonl"),
+    help="Watch a capture file play back.",
 )
 @click.option("--count", type=REFRESHES, help="Stop after this many refreshes (default: Ctrl-C).")
 @json_option
@@ -387,7 +390,9 @@ def _watch(monitor: Monitor, devices: Any, count: int | None, as_json: bool) -> 
 @_interval_option
 @_backend_option
 @click.option(
-    "--replay", type=click.Path(dir_okay=False, path_type=Path), help="Serve a capture file played back."
+    "--replay",
+    type=InputFile(what="monitor capture", example="capture.jsonl"),
+    help="Serve a capture file played back.",
 )
 @click.option("--loop/--no-loop", default=True, show_default=True, help="Replay the capture over and over.")
 @click.option(

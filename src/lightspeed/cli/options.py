@@ -30,14 +30,14 @@ See docs/limits.md for every bound and how new commands adopt these types.
 from __future__ import annotations
 
 import math
-import pathlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 import click
 
+from lightspeed.cli.text_options import NonEmptyText
 from lightspeed.errors import UserInputError
 from lightspeed.files import excerpt
 from lightspeed.limits import (
@@ -509,21 +509,75 @@ class PerPosition(NumericType):
             parts = str(value).split(",")
         if not parts or all(isinstance(part, str) and not part.strip() for part in parts):
             self.fail(f"give one value, or one per {self.what}, e.g. {self.example}", param, ctx)
+        refuse_empty_items(self, value, parts, what=self.what, example=self.example, param=param, ctx=ctx)
         values = []
         for place, part in enumerate(parts, 1):
-            if isinstance(part, str) and not part.strip():
-                self.fail(
-                    f"{excerpt(value)!r}: {self.what} {place} is empty; separate the values with single "
-                    f"commas, e.g. {self.example}",
-                    param,
-                    ctx,
-                )
             try:
                 values.append(self.item.convert(part.strip() if isinstance(part, str) else part, param, ctx))
             except click.BadParameter as error:
                 where = f"{self.what} {place}: " if len(parts) > 1 else ""
                 self.fail(f"{where}{error.message}", param, ctx)
         return tuple(values)
+
+
+def refuse_empty_items(
+    kind: click.ParamType[Any],
+    value: Any,
+    parts: list[Any],
+    *,
+    what: str,
+    example: str,
+    param: click.Parameter | None,
+    ctx: click.Context | None,
+) -> None:
+    """Refuse an empty item among the comma-separated ``parts`` of ``value`` (``8,``, ``8,,16``: a
+    stray comma, not a value), naming its place, 1 the first (``what`` names an item)."""
+    for place, part in enumerate(parts, 1):
+        if isinstance(part, str) and not part.strip():
+            kind.fail(
+                f"{excerpt(value)!r}: {what} {place} is empty; separate the values with single "
+                f"commas, e.g. {example}",
+                param,
+                ctx,
+            )
+
+
+def first_repeated(values: Sequence[Any]) -> int | None:
+    """The place (from 0) of the first value in ``values`` equal to one before it, else ``None``.
+
+    >>> first_repeated([8, 16, 8]), first_repeated([8, 16])
+    (2, None)
+    """
+    seen: set[Any] = set()
+    for place, value in enumerate(values):
+        if value in seen:
+            return place
+        seen.add(value)
+    return None
+
+
+class DistinctList(ListOf):
+    """Comma-separated values of one numeric type, each given once, as a tuple: an empty item
+    (``8,``, ``8,,16``) is refused naming its place, and so is a value given twice (``8,8``; ``8,08``
+    too, once read), which would be answered twice.
+
+    >>> DistinctList(Integer(minimum=1, maximum=512), example="256,288").convert("256, 288", None, None)
+    (256, 288)
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        parts = str(value).split(",")
+        if not any(part.strip() for part in parts):
+            self.fail(f"give at least one value, e.g. {self.example}", param, ctx)
+        refuse_empty_items(self, value, parts, what="value", example=self.example, param=param, ctx=ctx)
+        values = tuple(self.item.convert(part.strip(), param, ctx) for part in parts)
+        repeated = first_repeated(values)
+        if repeated is not None:
+            shown = self.item.describe(values[repeated])
+            self.fail(f"{excerpt(value)!r}: {shown} given twice: give each value once", param, ctx)
+        return values
 
 
 class SizeList(ListOf):
@@ -641,54 +695,6 @@ class LengthSpec(NumericType):
         )
 
 
-def flag_of(param: click.Parameter | None) -> str:
-    """The option as messages name it, its long form (``--plot``); ``the option`` without one."""
-    if param is None or not param.opts:
-        return "the option"
-    return max(param.opts, key=len)
-
-
-class OutputPath(click.Path):
-    """A file or folder a command writes (``--plot``, ``--out``, ``--save-config``), as a
-    :class:`~pathlib.Path`: an empty or blank value is refused, naming the option, since
-    ``Path("")`` is the current folder (default-named files would land there) and ``Path(" ")``
-    a file named by a space. The other checks are :class:`click.Path`'s (``file_okay``, ...).
-
-    >>> OutputPath().convert("ttft.png", None, None)
-    PosixPath('ttft.png')
-    """
-
-    def __init__(self, *, example: str = "plot.png", **checks: Any) -> None:
-        super().__init__(path_type=pathlib.Path, **checks)
-        self.example = example  # what the refusal suggests
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not value.strip():
-            flag = flag_of(param)
-            what = "an empty value" if not value else f"a blank value ({value!r})"
-            self.fail(f"{what} names nothing to write; give a path, e.g. {flag} {self.example}", param, ctx)
-        return super().convert(value, param, ctx)
-
-
-class NonEmptyText(click.ParamType[str]):
-    """A name given to an option (a system, a model, a precision): an empty or blank value is
-    refused, naming the option, rather than read as if the option were left out.
-
-    >>> NonEmptyText().convert("dgx-h100", None, None)
-    'dgx-h100'
-    """
-
-    name = "text"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        text = str(value)
-        if not text.strip():
-            flag = flag_of(param)
-            what = "an empty value" if not text else f"a blank value ({text!r})"
-            self.fail(f"{what} names nothing; give a value or leave {flag} out", param, ctx)
-        return text
-
-
 # --- the option types commands share -----------------------------------------------------------
 def _limits(name: str) -> dict[str, Any]:
     """The bounds of the option type ``name``, from :data:`lightspeed.limits.OPTION_BOUNDS` (the
@@ -767,7 +773,7 @@ JOBS: Final = Integer(minimum=1, maximum=MAX_PROCESSES, unit="worker processes")
 WORKER_MEMORY: Final = Size(minimum=2.0**28, maximum=MAX_BYTES, why="the address space one worker may take")
 EXPERTS: Final = Integer(minimum=1, maximum=2**16, unit="experts")  # 65,536: 256x DeepSeek-V3's
 PHYSICAL_EXPERTS: Final = Integer(**_limits("PHYSICAL_EXPERTS"), unit="physical experts")
-PHYSICAL_EXPERT_LIST: Final = ListOf(PHYSICAL_EXPERTS, example="256,288")
+PHYSICAL_EXPERT_LIST: Final = DistinctList(PHYSICAL_EXPERTS, example="256,288")
 EXPERT_GROUPS: Final = Integer(minimum=1, maximum=2**16, unit="groups")
 MOE_LAYERS: Final = Integer(minimum=1, maximum=4096, unit="layers")
 TOP_K: Final = Integer(minimum=1, maximum=2**16, unit="experts per token")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
-from lightspeed.cli.options import OutputPath
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.cost import load_prices
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
 from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
@@ -28,7 +28,7 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
 @click.option(
     "-o",
     "--output",
-    type=OutputPath(dir_okay=False, example="report.html"),
+    type=OutputPath(dir_okay=False, example="report.html", what="report"),
     default=Path("lightspeed-report.html"),
     show_default=True,
     help="Where to write the HTML file.",

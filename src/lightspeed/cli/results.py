@@ -15,8 +15,10 @@ from typing import Final
 import click
 
 from lightspeed.cli._common import json_option, print_json
-from lightspeed.cli.options import ROWS, OutputPath
+from lightspeed.cli.options import ROWS
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
+from lightspeed.files import write_output_text
 from lightspeed.records import to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
 from lightspeed.store import (
@@ -173,7 +175,10 @@ def _refuse_unknown_name(store: ResultsStore, runs: list[RunSummary], name: str)
 @click.option("--json", "as_json", is_flag=True, help="JSON list of records (the default).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV, one row per record, payload as a JSON cell.")
 @click.option(
-    "--output", type=OutputPath(example="results.json"), default=None, help="Write to a file, not stdout."
+    "--output",
+    type=OutputPath(dir_okay=False, example="results.json", what="records", new_folder_ok=False),
+    default=None,
+    help="Write to a file, not stdout.",
 )
 def export(
     run_ids: tuple[str, ...],
@@ -196,10 +201,7 @@ def export(
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise UserInputError(f"cannot write {output} ({error.strerror}); choose a writable path") from None
+    write_output_text(output, text, what="records", example="results.json")
     click.echo(f"wrote {len(records)} records to {output}", err=True)
 
 
@@ -229,7 +231,9 @@ def push(
     With RUN_IDs and --kind, each run named must be of that kind.
     Example: lightspeed results push --to postgresql://ci@perf-db/lightspeed
     """
-    target_location = store_location(destination)  # a malformed --to is refused before anything opens
+    target_location = store_location(destination, given_as="--to")  # refused before anything opens
+    if source is not None:
+        store_location(source, given_as="--from")  # an empty --from is not the current folder
     with open_store(source, create=False) as origin:
         origin.select_runs(run_ids, kind)  # a bad id or --kind is refused before the destination is made
     with open_store(source, create=False) as origin, _destination(target_location) as target:

@@ -23,7 +23,8 @@ from lightspeed.cli._serve_options import (
     slo_spec_text,
 )
 from lightspeed.cli._sol_options import refuse_given
-from lightspeed.cli.options import SIMULATED_S, OutputPath
+from lightspeed.cli.options import SIMULATED_S
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.jobs import serving_parts
 from lightspeed.report import (

@@ -27,8 +27,8 @@ from lightspeed.cli.options import (
     ROWS,
     TRACE_MAX_BYTES,
     WORKER_MEMORY,
-    OutputPath,
 )
+from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.records import to_jsonable
 from lightspeed.trace import DEFAULT_MAX_BYTES, ENGINES, KIND_NAMES, TIME_UNITS

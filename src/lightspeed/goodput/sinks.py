@@ -102,6 +102,7 @@ class TensorBoardSink(MetricSink):
         )
         self.log_dir = Path(log_dir)
         self._event, self._summary = event.Event, summary.Summary
+        _check_sink_folder(self.log_dir, writes="TensorBoard events under", flag="--tensorboard")
         try:
             self._writer = writer.EventFileWriter(str(self.log_dir), flush_secs=flush_interval_s)
         except OSError as error:
@@ -257,6 +258,13 @@ def _check_wandb_folder(directory: Path) -> None:
     ...
     lightspeed.goodput.sinks.SinkError: cannot write a W&B run in ... (it is a file, not a folder); ...
     """
+    _check_sink_folder(directory, writes="a W&B run in", flag="--wandb")
+
+
+def _check_sink_folder(directory: Path, *, writes: str, flag: str) -> None:
+    """Make a sink's ``directory`` (``mkdir -p``) and check a file can be created in it, so that a
+    file, a device or an unwritable folder there is one line: *cannot write {writes} {directory}
+    (reason); give {flag} a folder you can write*."""
     if directory.exists() and not directory.is_dir():
         reason: str | None = "it is a file, not a folder"
     else:
@@ -267,9 +275,7 @@ def _check_wandb_folder(directory: Path) -> None:
         else:
             reason = cannot_create_in(directory)
     if reason is not None:
-        raise SinkError(
-            f"cannot write a W&B run in {directory} ({reason}); give --wandb a folder you can write"
-        )
+        raise SinkError(f"cannot write {writes} {directory} ({reason}); give {flag} a folder you can write")
 
 
 def mlflow_store_kind(uri: str) -> str:

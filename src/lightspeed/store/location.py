@@ -76,16 +76,28 @@ def default_store_path() -> Path:
     return lightspeed_home() / STORE_FILE_NAME
 
 
-def store_location(location: str | Path | None = None) -> StoreLocation:
-    """Resolve ``location``, else ``$LIGHTSPEED_STORE``, else :func:`default_store_path`."""
+def store_location(location: str | Path | None = None, *, given_as: str = "") -> StoreLocation:
+    """Resolve ``location``, else ``$LIGHTSPEED_STORE`` (empty: unset), else
+    :func:`default_store_path`. An empty or blank ``location``, or a blank variable, names no store
+    (``Path("")`` is the current folder): a :class:`UserInputError` naming ``given_as`` (the option
+    that gave it, ``--to``), else the variable.
+
+    >>> store_location(" ", given_as="--to")
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: --to is blank; give a path or URL
+    """
     if location is None:
-        location = os.environ.get(STORE_ENVIRONMENT_VARIABLE) or None
+        location = _from_environment()
     if location is None:
         path = default_store_path()
         return StoreLocation(backend="sqlite", display=str(path), path=path)
     if isinstance(location, Path):
         return StoreLocation(backend="sqlite", display=str(location), path=location)
     text = location.strip()
+    if not text:
+        what = given_as or "the results store location"
+        raise UserInputError(f"{what} is {'empty' if not location else 'blank'}; give a path or URL")
     scheme, separator, _ = text.partition("://")
     if not separator:
         path = Path(text).expanduser()
@@ -98,6 +110,16 @@ def store_location(location: str | Path | None = None) -> StoreLocation:
         f"results store URL scheme {scheme!r} is not supported; use postgresql://user@host/database, "
         "sqlite:////absolute/results.sqlite or a file path"
     )
+
+
+def _from_environment() -> str | None:
+    """``$LIGHTSPEED_STORE``: ``None`` when unset or empty; a blank value is refused, naming it."""
+    value = os.environ.get(STORE_ENVIRONMENT_VARIABLE) or None
+    if value is not None and not value.strip():
+        raise UserInputError(
+            f"{STORE_ENVIRONMENT_VARIABLE} is blank ({value!r}); unset it or give a path or URL"
+        )
+    return value
 
 
 def _sqlite_url(text: str) -> StoreLocation:

@@ -61,7 +61,7 @@ from lightspeed.errors import MissingExtraError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.files import excerpt
 from lightspeed.limits import MAX_BYTES
-from lightspeed.paths import lightspeed_cache
+from lightspeed.paths import lightspeed_cache, switch_on
 from lightspeed.records import JsonDict, Record
 from lightspeed.trace.cache_columns import (
     GPU_TYPES,
@@ -86,8 +86,6 @@ CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)
 MAX_CACHE_BYTES: Final = MAX_BYTES  # 1 PiB: above any disk a cache folder lives on
-_SWITCH_OFF: Final = frozenset({"off", "0", "no", "false"})
-_SWITCH_ON: Final = frozenset({"", "on", "1", "yes", "true"})
 _META_KEY: Final = b"lightspeed"
 _HASH_BLOCK_BYTES: Final = 1 << 22
 DIGEST_FOLDER: Final = ".digests"  # inside the cache folder; a dot: never taken for an entry
@@ -155,16 +153,9 @@ def cache_limit_bytes() -> int:
 
 def cache_switch_on() -> bool:
     """Whether ``$LIGHTSPEED_TRACE_CACHE`` leaves the cache on (unset, on/1/yes/true) or turns it
-    off (off/0/no/false); any other value is a :class:`UserInputError` naming the variable."""
-    text = os.environ.get(CACHE_SWITCH_VARIABLE, "").strip().lower()
-    if text in _SWITCH_OFF:
-        return False
-    if text in _SWITCH_ON:
-        return True
-    raise UserInputError(
-        f"{CACHE_SWITCH_VARIABLE}={excerpt(text)!r} is neither on nor off; give off (or 0, no, false) "
-        "to turn the trace cache off, on (or 1, yes, true) or nothing to keep it"
-    )
+    off (off/0/no/false); any other value is a :class:`UserInputError` naming the variable
+    (:func:`lightspeed.paths.switch_on`, which the catalog cache's switch reads too)."""
+    return switch_on(CACHE_SWITCH_VARIABLE, what="the trace cache")
 
 
 def file_digest(path: Path) -> str:

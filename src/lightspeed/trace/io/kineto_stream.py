@@ -27,6 +27,7 @@ from typing import Any, Final, NoReturn
 import msgspec
 
 from lightspeed.errors import TraceError
+from lightspeed.files import UTF8_BOM
 from lightspeed.trace.io.kineto_columns import (
     ChunkColumns,
     DecodedChunk,
@@ -131,6 +132,7 @@ class EventStream:
 
     def _find_events_array(self) -> int | None:
         """Offset just past the ``[`` of the top-level ``traceEvents`` array (None: no such array)."""
+        self._skip_byte_order_mark()
         while not self._buffer.strip() and self._more():
             pass
         first = len(self._buffer) - len(self._buffer.lstrip())
@@ -156,6 +158,14 @@ class EventStream:
             if searched > MAX_WINDOW_BYTES or not self._more():
                 self._whole_document_error()
                 return None
+
+    def _skip_byte_order_mark(self) -> None:
+        """Drop a UTF-8 byte-order mark that opens the (decompressed) text, as every other reader
+        does (:func:`lightspeed.files.strip_bom`); byte offsets in messages still count it."""
+        self._fill(len(UTF8_BOM))
+        if self._buffer.startswith(UTF8_BOM):
+            del self._buffer[: len(UTF8_BOM)]
+            self._dropped += len(UTF8_BOM)
 
     def _not_json_error(self, offset: int) -> NoReturn:
         shown = bytes(self._buffer[offset : offset + 1])
