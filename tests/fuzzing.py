@@ -14,9 +14,11 @@ import io
 import json
 import math
 import os
+import signal
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from lightspeed.cli.main import main
@@ -95,3 +97,26 @@ def check(args: Sequence[str], *, other_codes: tuple[int, ...] = ()) -> Outcome:
         assert len(lines) == 1, outcome.err
         assert lines[0].startswith("lightspeed: error: "), lines[0]
     return outcome
+
+
+class Blocked(BaseException):
+    """Raised by :func:`fails_if_blocked`: not an ``OSError`` (as ``TimeoutError`` is), which a
+    reader's or writer's own ``except OSError`` would turn into a one-line refusal naming the
+    alarm, passing the test while the command blocked."""
+
+
+@contextlib.contextmanager
+def fails_if_blocked(seconds: int, blocked_on: str) -> Iterator[None]:
+    """Run the body under ``SIGALRM``: past ``seconds`` it raises :class:`Blocked`, naming what the
+    command likely blocked on (``open()`` of a FIFO, a special file read without end)."""
+
+    def _fail(number: int, frame: FrameType | None) -> None:
+        raise Blocked(f"the command ran for more than {seconds} s (blocked {blocked_on}?)")
+
+    previous = signal.signal(signal.SIGALRM, _fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

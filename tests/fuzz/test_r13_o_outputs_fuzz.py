@@ -9,14 +9,12 @@ written. Plot options take an existing folder (a separator at its end too) and r
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 import pytest
 
-from fuzzing import check
+from fuzzing import check, fails_if_blocked
 
 ALARM_S = 20
 LOAD = (
@@ -44,23 +42,10 @@ TARGETS = {
 }
 
 
-class Blocked(BaseException):
-    """Raised by the alarm: not an ``OSError`` (as ``TimeoutError`` is), which a writer's own
-    ``except OSError`` would turn into a refusal, passing the test while the command blocked."""
-
-
 @pytest.fixture
 def alarm() -> Iterator[None]:
-    def _fail(number: int, frame: FrameType | None) -> None:
-        raise Blocked(f"the command ran for more than {ALARM_S} s (blocked in open()?)")
-
-    previous = signal.signal(signal.SIGALRM, _fail)
-    signal.alarm(ALARM_S)
-    try:
+    with fails_if_blocked(ALARM_S, "in open()"):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _target(folder: Path, kind: str) -> str:

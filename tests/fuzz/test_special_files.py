@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 import pytest
 
-from fuzzing import check
+from fuzzing import check, fails_if_blocked
 
 REPO = Path(__file__).resolve().parents[2]
 NCU = REPO / "src" / "lightspeed" / "tour" / "data" / "ncu" / "b200_cublaslt_fp8_gemm.csv"
@@ -74,24 +72,10 @@ def specials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-class Blocked(BaseException):
-    """Raised by the alarm: not an ``OSError`` (as ``TimeoutError`` is), which a reader's own
-    ``except OSError`` would turn into a one-line refusal naming the alarm, passing the test while
-    the command blocked."""
-
-
 @pytest.fixture
 def alarm() -> Iterator[None]:
-    def _fail(number: int, frame: FrameType | None) -> None:
-        raise Blocked(f"the command ran for more than {ALARM_S} s (blocked on a special file?)")
-
-    previous = signal.signal(signal.SIGALRM, _fail)
-    signal.alarm(ALARM_S)
-    try:
+    with fails_if_blocked(ALARM_S, "on a special file"):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("kind", KINDS)
