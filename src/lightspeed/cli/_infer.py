@@ -90,7 +90,9 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
         print_json({**payload, "config": config.to_file_dict()})
         return
     render_inference_estimate(
-        prediction.estimate, simulated_ttft_p50_s=None if simulated is None else simulated.ttft.p50_s
+        prediction.estimate,
+        simulated_ttft_p50_s=None if simulated is None else simulated.ttft.p50_s,
+        simulated_tpot_p50_s=None if simulated is None else simulated.tpot.p50_s,
     )
     if simulated is not None:
         render_simulation(simulated, title="simulated under this load (request by request)")
@@ -219,17 +221,40 @@ def search_infer(*, plot_path: Path | None, as_json: bool, **values: Any) -> Non
     if as_json:
         payload = {**search_infer_json(result), "plots": [str(path) for path in written]}
         payload["goodput"] = None if goodput is None else {**goodput.to_dict(), "simulate_command": command}
+        payload["recommended"] = recommended_json(result, goodput)
         print_json({**with_expert_load(payload, prediction.expert_load), "config": config.to_file_dict()})
         return
-    render_inference_search(result)
+    render_inference_search(result, ranked_below=goodput is not None)
     if goodput is not None:
         render_goodput_ranking(goodput)
         if command is not None:
-            click.echo(f"the best finalist's run, to repeat or vary: {command}")
+            click.echo(
+                f"the best finalist's run, to repeat or vary (add --seed N for another sample of the "
+                f"arrivals): {command}"
+            )
     if prediction.expert_load is not None:
         render_expert_load_effect(prediction.expert_load)
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def recommended_json(analytic: InferenceSearchResult, goodput: GoodputSearchResult | None) -> dict[str, Any]:
+    """``search infer --json``'s ``recommended``: the deployment to run, the goodput ranking's
+    winner (``goodput.ranking[0]``) where the finalists were simulated at an SLO, else the analytic
+    best (``best``), and where it comes from (``source``)."""
+    if goodput is None:
+        return {
+            "source": "best",
+            "plan": analytic.best.plan.to_dict(),
+            "deployment": analytic.best.plan.describe(),
+        }
+    winner = goodput.best
+    return {
+        "source": "goodput.ranking[0]",
+        "plan": winner.plan.to_dict(),
+        "deployment": winner.plan.describe(),
+        "meets": winner.meets,
+    }
 
 
 def _check_search(config: ServingSearchConfig) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
@@ -72,11 +73,14 @@ MAX_BATCH_LIMITS = {"kv cache": "the KV cache", "server cap": "the server's cap"
 
 
 def render_inference_estimate(
-    estimate: InferenceEstimate, *, simulated_ttft_p50_s: float | None = None
+    estimate: InferenceEstimate,
+    *,
+    simulated_ttft_p50_s: float | None = None,
+    simulated_tpot_p50_s: float | None = None,
 ) -> None:
     """Print an inference estimate: headline numbers, iteration breakdown, memory, bound, assumptions.
-    ``simulated_ttft_p50_s``: the TTFT p50 of the same load simulated request by request, shown
-    beside the analytic TTFT (which prefills each prompt on its own)."""
+    ``simulated_ttft_p50_s`` and ``simulated_tpot_p50_s``: the TTFT and TPOT p50 of the same load
+    simulated request by request, shown beside the analytic ones (which price a steady batch)."""
     console = make_console()
     load = estimate.load
     console.print(
@@ -90,7 +94,10 @@ def render_inference_estimate(
         [
             "TPOT",
             tpot_text(
-                estimate.tpot_s, estimate.output_tokens_per_s_per_user, output_tokens=load.output_tokens
+                estimate.tpot_s,
+                estimate.output_tokens_per_s_per_user,
+                output_tokens=load.output_tokens,
+                simulated_tpot_p50_s=simulated_tpot_p50_s,
             ),
         ],
         ["output tokens/s", rates_text(estimate.output_tokens_per_s, estimate.output_tokens_per_s_per_gpu)],
@@ -139,10 +146,15 @@ def render_inference_estimate(
 def ttft_text(ttft_s: float, simulated_ttft_p50_s: float | None = None) -> str:
     """``92.4 ms``; with the TTFT p50 of the same load simulated request by request, ``92.4 ms
     (analytic; simulated under this load, below: p50 533 ms)``."""
-    text = format_duration(ttft_s)
-    if simulated_ttft_p50_s is not None:
-        text += f" (analytic; simulated under this load, below: p50 {format_duration(simulated_ttft_p50_s)})"
-    return text
+    return format_duration(ttft_s) + _simulated_text(simulated_ttft_p50_s)
+
+
+def _simulated_text(simulated_p50_s: float | None) -> str:
+    """`` (analytic; simulated under this load, below: p50 533 ms)`` (none without a simulated p50,
+    or one that is not a number)."""
+    if simulated_p50_s is None or not math.isfinite(simulated_p50_s):
+        return ""
+    return f" (analytic; simulated under this load, below: p50 {format_duration(simulated_p50_s)})"
 
 
 def rates_text(output_tokens_per_s: float, output_tokens_per_s_per_gpu: float) -> str:
@@ -206,16 +218,37 @@ def kv_transfer_text(kv_transfer_s: float, link: str | None, link_bytes_per_s: f
     return text
 
 
-def tpot_text(tpot_s: float | None, per_user_tokens_per_s: float | None, *, output_tokens: int) -> str:
-    """``7.02 ms (142.4 tok/s per user)``; a request of one output token has no time between
-    tokens, so none is shown for it (its one token's time is the TTFT)."""
+def tpot_text(
+    tpot_s: float | None,
+    per_user_tokens_per_s: float | None,
+    *,
+    output_tokens: int,
+    simulated_tpot_p50_s: float | None = None,
+) -> str:
+    """``7.02 ms (142.4 tok/s per user)``; with the TPOT p50 of the same load simulated request by
+    request, ``36.3 ms (analytic, 27.5 tok/s per user; simulated under this load, below: p50 124
+    ms)``. A request of one output token has no time between tokens, so none is shown for it (its
+    one token's time is the TTFT)."""
     if output_tokens <= 1 or tpot_s is None or per_user_tokens_per_s is None:
         return "n/a (1 output token: no time between tokens)"
-    return f"{format_duration(tpot_s)} ({per_user_tokens_per_s:,.1f} tok/s per user)"
+    per_user = f"{per_user_tokens_per_s:,.1f} tok/s per user"
+    simulated = _simulated_text(simulated_tpot_p50_s)
+    if not simulated:
+        return f"{format_duration(tpot_s)} ({per_user})"
+    return f"{format_duration(tpot_s)}{simulated.replace('(analytic;', f'(analytic, {per_user};', 1)}"
 
 
-def render_inference_search(result: InferenceSearchResult) -> None:
-    """Print the best deployment under the bounds, the Pareto frontier and the topology's constraints."""
+# above the analytic best of a search whose finalists are then ranked by simulated goodput
+ANALYTIC_BEST_LABEL: Final = (
+    "analytic best (the most analytic tokens/s per GPU within the bounds, a steady batch without a queue); "
+    "the finalists below are simulated under load, and the goodput ranking's winner is the recommendation:"
+)
+
+
+def render_inference_search(result: InferenceSearchResult, *, ranked_below: bool = False) -> None:
+    """Print the best deployment under the bounds, the Pareto frontier and the topology's constraints;
+    ``ranked_below``: a goodput ranking follows, so the best shown is labelled the analytic best and
+    the ranking's winner the recommendation."""
     console = make_console()
     bounds = ", ".join(
         text
@@ -235,6 +268,8 @@ def render_inference_search(result: InferenceSearchResult) -> None:
             else "no latency bound given (--max-ttft, --max-tpot, --slo)"
         )
     )
+    if ranked_below:
+        console.print(ANALYTIC_BEST_LABEL)
     render_inference_estimate(result.best)
     if result.draft_depths:
         _render_draft_depths(result, console)

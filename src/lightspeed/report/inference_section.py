@@ -118,13 +118,14 @@ def _headline_rows(fields: JsonFields, output_tokens: int) -> tuple[tuple[str, .
     """TTFT, TPOT, throughput, requests/s, batch, error bar and KV transfer, as the terminal's table."""
     between = output_tokens > 1  # one output token has no time between tokens (null in the file)
     rows = [
-        ["TTFT", ttft_text(fields.number("ttft_s"), _simulated_ttft_p50_s(fields.data))],
+        ["TTFT", ttft_text(fields.number("ttft_s"), _simulated_p50_s(fields.data, "ttft_p50_s"))],
         [
             "TPOT",
             tpot_text(
                 fields.number("tpot_s") if between else None,
                 fields.number("output_tokens_per_s_per_user") if between else None,
                 output_tokens=output_tokens,
+                simulated_tpot_p50_s=_simulated_p50_s(fields.data, "tpot_p50_s") if between else None,
             ),
         ],
         [
@@ -154,10 +155,11 @@ def _headline_rows(fields: JsonFields, output_tokens: int) -> tuple[tuple[str, .
     return tuple(tuple(row) for row in rows)
 
 
-def _simulated_ttft_p50_s(data: JsonObject) -> float | None:
-    """The TTFT p50 of the run simulated under the load, where the estimate has one."""
+def _simulated_p50_s(data: JsonObject, key: str) -> float | None:
+    """A p50 (``ttft_p50_s``, ``tpot_p50_s``) of the run simulated under the load, where the
+    estimate has one."""
     simulated = data.get("simulated")
-    p50_s = simulated.get("ttft_p50_s") if isinstance(simulated, Mapping) else None
+    p50_s = simulated.get(key) if isinstance(simulated, Mapping) else None
     if isinstance(p50_s, bool) or not isinstance(p50_s, int | float):
         return None
     return float(p50_s) if math.isfinite(p50_s) and p50_s >= 0 else None

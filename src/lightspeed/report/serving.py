@@ -13,7 +13,13 @@ from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
-from lightspeed.sol.serve.capacity_at_slo import CapacityResult, LoadPoint
+from lightspeed.sol.serve.capacity_at_slo import (
+    LIMITED_BY_SETTLING,
+    LIMITED_BY_THROUGHPUT,
+    CapacityResult,
+    LoadPoint,
+    SeedCheck,
+)
 from lightspeed.sol.serve.run_metrics import SloResult
 from lightspeed.units import format_count, format_duration, format_percent
 
@@ -176,20 +182,49 @@ def _window(result: SimulationResult) -> str:
     return "measured window" if result.num_warmup else "run"
 
 
+def output_tokens_text(result: SimulationResult) -> str:
+    """``18.03 K tok/s (2.254 K per GPU) to the last completion; 23.86 K served (the 81.02 req/s
+    served x 294.5 mean output tokens)``: the run's own rate counts its drain (the last answers
+    finishing after the last arrival), the served one is the load's; the second only where it
+    differs in the digits shown."""
+    text = (
+        f"{format_count(result.output_tokens_per_s)} tok/s "
+        f"({format_count(result.output_tokens_per_s_per_gpu)} per GPU)"
+    )
+    served = result.served_output_tokens_per_s
+    if not math.isfinite(served) or format_count(served) == format_count(result.output_tokens_per_s):
+        return text
+    end = "the horizon" if _stopped_at_horizon(result) else "the last completion"
+    per_request = served / result.served_requests_per_s
+    return (
+        f"{text} to {end}; {format_count(served)} tok/s served ({format_count(served / result.num_gpus)} "
+        f"per GPU: the {result.served_requests_per_s:,.4g} req/s served x {per_request:,.4g} mean output "
+        "tokens)"
+    )
+
+
+def _counts_text(result: SimulationResult) -> str:
+    """What the in-flight and the running figures count, where a warm-up makes them differ: the
+    first the measured requests only (their drain to the end included), the second every sequence
+    in a batch (warm-up ones too)."""
+    if not result.num_warmup:
+        return ""
+    return (
+        " (in flight counts the measured requests only, over the wall time to the end, drain included; "
+        "running and queue count warm-up requests too)"
+    )
+
+
 def _throughput_rows(result: SimulationResult) -> list[list[str]]:
     rows = [
-        [
-            "output tokens/s",
-            f"{format_count(result.output_tokens_per_s)} tok/s "
-            f"({format_count(result.output_tokens_per_s_per_gpu)} per GPU)",
-        ],
+        ["output tokens/s", output_tokens_text(result)],
         ["requests/s", _requests_text(result)],
         ["per user", _per_user_text(result)],
         [
             "in flight",
             f"{result.mean_in_flight:,.1f} mean over the {_window(result)}; while the GPUs are busy, running "
             f"{result.mean_running:,.1f} mean, {result.max_running:,.0f} max, queue "
-            f"{result.mean_queue:,.1f} mean, {result.max_queue:,.0f} max",
+            f"{result.mean_queue:,.1f} mean, {result.max_queue:,.0f} max{_counts_text(result)}",
         ],
         ["KV cache", f"fullest rank at {format_percent(result.max_kv_use)} at most"],
         [
@@ -246,11 +281,10 @@ def simulated_against_analytic(
 
 
 def served_output_tokens_per_s(result: SimulationResult) -> float:
-    """Output tokens per second at the rate the run serves (its own rate where it serves none)."""
-    served, completed = result.served_requests_per_s, result.requests_per_s
-    if not (math.isfinite(served) and completed > 0):
-        return result.output_tokens_per_s
-    return result.output_tokens_per_s * served / completed
+    """Output tokens per second at the rate the run serves
+    (:attr:`SimulationResult.served_output_tokens_per_s`; its own rate where it serves none)."""
+    served = result.served_output_tokens_per_s
+    return served if math.isfinite(served) else result.output_tokens_per_s
 
 
 # the figures compared (simulated_against_analytic's keys), as the note names them
@@ -341,11 +375,20 @@ def slo_text(slo: SloResult, *, verdict: str = "", escape_text: Callable[[str], 
     return (
         f"SLO {escape_text(slo.slo.describe())}: {verdict}; {format_percent(slo.attainment)} of "
         f"{'the scored ' if slo.num_unscored else ''}requests "
-        f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
-        f"TPOT {format_percent(slo.tpot_attainment)}); goodput "
+        f"{_within_text(slo)}; goodput "
         f"{slo.goodput_requests_per_s:,.4g} req/s ({slo.goodput_requests_per_s_per_gpu:,.4g} per GPU"
         f"{_served_text(slo)}); p99s {'within' if slo.p99_meets else 'outside'} the limits"
         f"{_unscored_text(slo)}"
+    )
+
+
+def _within_text(slo: SloResult) -> str:
+    """``within both (TTFT 98.1%, TPOT 99.0%)``; an SLO of one limit: ``within the TTFT limit``."""
+    if slo.slo.ttft_s is None or slo.slo.tpot_s is None:
+        return f"within the {'TPOT' if slo.slo.ttft_s is None else 'TTFT'} limit"
+    return (
+        f"within both (TTFT {format_percent(slo.ttft_attainment)}, "
+        f"TPOT {format_percent(slo.tpot_attainment)})"
     )
 
 
@@ -386,7 +429,7 @@ LOAD_SWEEP_HEADERS = (
     "TTFT p99",
     "TPOT p50",
     "TPOT p99",
-    "output tok/s",
+    "output tok/s served",
     "within SLO",
     "settled",
 )
@@ -400,7 +443,9 @@ def render_load_sweep(points: Sequence[LoadPoint], *, title: str = "latency agai
 
 
 def load_sweep_rows(points: Sequence[LoadPoint]) -> list[list[str]]:
-    """One row per arrival rate, under :data:`LOAD_SWEEP_HEADERS` (terminal and HTML)."""
+    """One row per arrival rate, under :data:`LOAD_SWEEP_HEADERS` (terminal and HTML); the output
+    tokens per second are the load's, at the rate served (``-`` where not recorded: a result
+    written before it was, whose own rate counts the drain)."""
     return [
         [
             f"{point.rate_per_s:,.4g}",
@@ -408,7 +453,9 @@ def load_sweep_rows(points: Sequence[LoadPoint]) -> list[list[str]]:
             time_text(point.ttft_p99_s),
             time_text(point.tpot_p50_s),
             time_text(point.tpot_p99_s),
-            format_count(point.output_tokens_per_s),
+            "-"
+            if not math.isfinite(point.served_output_tokens_per_s)
+            else format_count(point.served_output_tokens_per_s),
             "-" if point.attainment is None else format_percent(point.attainment),
             _SETTLED[point.settled],
         ]
@@ -442,15 +489,39 @@ def capacity_lines(
         f"{capacity.saturation_rate_per_s:,.4g} req/s; {len(capacity.probes)} simulations, limited by "
         f"{capacity.limited_by})"
     ]
-    if capacity.limited_by == "throughput":
-        lines.append(
-            f"no latency limit binds: every probe up to the saturation rate met the SLO, so the rate is "
-            f"the deployment's throughput ({capacity.max_rate_per_s / capacity.saturation_rate_per_s:.1%} "
-            "of saturation, the search's tolerance below it)"
-        )
+    bound = _bound_text(capacity)
+    if bound:
+        lines.append(bound)
     if capacity.seed_checks:
         lines.append(seed_checks_text(capacity))
     return lines
+
+
+def _bound_text(capacity: CapacityResult) -> str:
+    """Why the search stopped where no latency limit bound it: the saturation rate reached, or
+    probes that met the SLO without settling (empty where a probe missed the SLO)."""
+    share = capacity.max_rate_per_s / capacity.saturation_rate_per_s
+    if capacity.limited_by == LIMITED_BY_THROUGHPUT:
+        return (
+            f"no latency limit binds: every probe up to the saturation rate met the SLO and settled, so "
+            f"the rate is the deployment's throughput ({share:.1%} of saturation, within the search's "
+            "tolerance of it)"
+        )
+    if capacity.limited_by != LIMITED_BY_SETTLING:
+        return ""
+    unsettled = sorted(
+        probe.rate_per_s
+        for probe in capacity.probes
+        if probe.rate_per_s > capacity.max_rate_per_s and probe.meets and probe.settled is False
+    )
+    lowest = f" ({unsettled[0]:,.4g} req/s the lowest)" if unsettled else ""
+    return (
+        f"limited by settling, not by a latency limit: the probes above {capacity.max_rate_per_s:,.4g} "
+        f"req/s{lowest} met the SLO but did not settle within the run (their requests in flight still "
+        f"moving between its halves), so they are not counted as sustained; the rate found is "
+        f"{share:.1%} of saturation ({capacity.saturation_rate_per_s:,.4g} req/s), and a longer "
+        "--requests (and --warmup) may find more"
+    )
 
 
 def _sample_text(capacity: CapacityResult) -> str:
@@ -464,7 +535,12 @@ def _sample_text(capacity: CapacityResult) -> str:
 
 def seed_checks_text(capacity: CapacityResult) -> str:
     """How the rate found holds on other seeds: it is one sample of the arrival process."""
-    checks = capacity.seed_checks
+    return checks_text(capacity.seed_checks, seed=capacity.seed, rate_per_s=capacity.max_rate_per_s)
+
+
+def checks_text(checks: Sequence[SeedCheck], *, seed: int, rate_per_s: float) -> str:
+    """``the rate is one sample of the arrivals (seed 0); rerun at 63.87 req/s with seeds 1 and 2,
+    ...`` (:class:`SeedCheck`: a rate found rerun with other seeds)."""
     seeds = " and ".join(str(check.seed) for check in checks)
     unsettled = " (not settled)"
     shares = " and ".join(
@@ -478,8 +554,8 @@ def seed_checks_text(capacity: CapacityResult) -> str:
         else f"sustained on {held} of {len(checks)}: expect a rate a few percent lower on other draws"
     )
     return (
-        f"the rate is one sample of the arrivals (seed {capacity.seed}); rerun at "
-        f"{capacity.max_rate_per_s:,.4g} req/s with seed{'s' if len(checks) > 1 else ''} {seeds}, "
+        f"the rate is one sample of the arrivals (seed {seed}); rerun at "
+        f"{rate_per_s:,.4g} req/s with seed{'s' if len(checks) > 1 else ''} {seeds}, "
         f"{shares} of requests within the SLO ({verdict}; --seed draws another sample)"
     )
 
@@ -495,7 +571,7 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
         [
             str(index),
             entry.plan.describe(),
-            f"{entry.analytic_output_tokens_per_s_per_gpu:,.4g}",
+            f"{entry.analytic_output_tokens_per_s_per_gpu:,.0f}",
             f"{entry.rate_per_s:,.4g}",
             f"{entry.goodput_requests_per_s_per_gpu:,.4g}",
             format_percent(entry.attainment),
@@ -529,11 +605,13 @@ def render_goodput_ranking(result: GoodputSearchResult) -> None:
             f"  not simulated: {result.num_shapes_infeasible:,} replica shapes with no analytic point within "
             f"{plain(result.slo.describe().split(' for ')[0])} at any batch"
         )
-    make_console().print(goodput_verdict(result))
+    make_console().print(goodput_verdict(result, analytic_best=result.analytic.best.plan.describe()))
 
 
-def goodput_verdict(result: GoodputSearchResult) -> str:
-    """One line: the finalist to deploy, or that none meets the SLO at the rate and what to change."""
+def goodput_verdict(result: GoodputSearchResult, *, analytic_best: str | None = None) -> str:
+    """One line: the finalist to deploy, or that none meets the SLO at the rate and what to change;
+    ``analytic_best``: the deployment the analytic search put first (shown above the ranking), named
+    where the ranking recommends another."""
     best, slo = result.best, result.slo
     if best.meets:
         caveat = (
@@ -544,7 +622,8 @@ def goodput_verdict(result: GoodputSearchResult) -> str:
         )
         return (
             f"best: {best.plan.describe()}, {best.goodput_requests_per_s_per_gpu:,.4g} good req/s per GPU "
-            f"({format_percent(best.attainment)} within the SLO at {best.rate_per_s:,.4g} req/s){caveat}"
+            f"({format_percent(best.attainment)} within the SLO at {best.rate_per_s:,.4g} req/s)"
+            f"{_recommended_text(result, analytic_best)}{_sample_note(result)}{caveat}"
         )
     at = f"at {result.rate_per_s:,.4g} req/s" if result.rate_per_s is not None else "at any rate probed"
     return (
@@ -552,6 +631,41 @@ def goodput_verdict(result: GoodputSearchResult) -> str:
         f"{format_percent(best.attainment)} of requests within it; lower the rate, add GPUs or relax the SLO "
         "(without --rate, each finalist's highest rate at the SLO is searched)"
     )
+
+
+def _recommended_text(result: GoodputSearchResult, analytic: str | None) -> str:
+    """``; the recommended deployment (...)``, naming the ``analytic`` best shown above the ranking
+    where the ranking's winner is another deployment (nothing where it is not given)."""
+    if analytic is None:
+        return ""
+    if analytic == result.best.plan.describe():
+        return "; the recommended deployment, also the analytic best above"
+    place = next(
+        (index for index, entry in enumerate(result.ranking, start=1) if entry.plan.describe() == analytic),
+        None,
+    )
+    ranked = f", ranked {_ordinal(place)} here" if place is not None else ""
+    return (
+        f"; the recommended deployment, ranked on its simulated goodput (the analytic best above, "
+        f"{analytic}{ranked}, prices a steady batch without a queue)"
+    )
+
+
+def _ordinal(place: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``."""
+    suffix = "th" if 10 <= place % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(place % 10, "th")
+    return f"{place}{suffix}"
+
+
+def _sample_note(result: GoodputSearchResult) -> str:
+    """A highest rate found is one sample of the arrivals: how the best finalist's holds on other
+    seeds (:class:`SeedCheck`), else that it is one seed's (nothing at a given rate)."""
+    if result.rate_per_s is not None:
+        return ""
+    best = result.best
+    if best.seed_checks:
+        return f"; {checks_text(best.seed_checks, seed=result.seed, rate_per_s=best.rate_per_s)}"
+    return f"; the rate is one sample of the arrivals (seed {result.seed}): --seed draws another"
 
 
 def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figure:
@@ -622,9 +736,11 @@ __all__ = [
     "against_analytic_text",
     "band_paragraph",
     "capacity_lines",
+    "checks_text",
     "completed_text",
     "latency_load_figure",
     "number_field",
+    "output_tokens_text",
     "rates_text",
     "render_capacity",
     "render_goodput_ranking",

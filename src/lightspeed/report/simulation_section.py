@@ -373,12 +373,27 @@ def _load_points(sweep: Sequence[object], source: str, *, where: str = "sweep") 
                 **{key: _checked_number(item, key, source, where_item) for key in _POINT_TIMES},
                 output_tokens_per_s=_checked_number(item, "output_tokens_per_s", source, where_item),
                 requests_per_s=_checked_number(item, "requests_per_s", source, where_item),
+                served_output_tokens_per_s=_nan_if_none(
+                    _optional_number(item, "served_output_tokens_per_s", source, where_item)
+                ),
                 attainment=_optional_number(item, "attainment", source, where_item),
                 meets=_checked_flag(item, "meets", source, where_item),
                 settled=_checked_flag(item, "settled", source, where_item),
             )
         )
     return points
+
+
+def _nan_if_none(value: float | None) -> float:
+    """``value``, NaN for a figure the file does not hold (written before it was recorded)."""
+    return math.nan if value is None else value
+
+
+def _arrival_cv(data: JsonObject) -> float:
+    """The arrivals' coefficient of variation a run's settling was judged with (1, Poisson's, for
+    a file written before it was recorded)."""
+    cv = number_field(data, "arrival_cv")
+    return cv if math.isfinite(cv) and cv >= 0.0 else 1.0
 
 
 def _settling_paragraphs(data: JsonObject) -> list[str]:
@@ -396,6 +411,7 @@ def _settling_paragraphs(data: JsonObject) -> list[str]:
         measured_arrivals=int(arrivals),
         first_half_arrived=number_field(data, "first_half_arrived"),
         second_half_arrived=number_field(data, "second_half_arrived"),
+        arrival_cv=_arrival_cv(data),
     ).describe()
     return [line] if line else []
 

@@ -200,6 +200,7 @@ def test_an_unsettled_probe_is_not_a_rate_sustained(monkeypatch: pytest.MonkeyPa
             tpot=latency,
             e2e=latency,
             output_tokens_per_s=rate,
+            served_output_tokens_per_s=rate,
             requests_per_s=rate,
             settled=rate <= 50.0,
         )
@@ -212,5 +213,6 @@ def test_an_unsettled_probe_is_not_a_rate_sustained(monkeypatch: pytest.MonkeyPa
     )
     capacity = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=1.0), steady=False)
     assert 45.0 < capacity.max_rate_per_s <= 50.0
-    assert capacity.limited_by == "throughput"  # every probe met the SLO: keeping up bounds the rate
+    # every probe met the SLO and those above 50 req/s did not settle: settling bounds the rate
+    assert capacity.limited_by == "settling"
     assert not LoadPoint.of(60.0, probe(None, None, 60.0, None, 0)).sustained

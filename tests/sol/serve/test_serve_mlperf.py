@@ -106,11 +106,11 @@ def test_capacity_is_the_highest_rate_that_meets_the_slo(catalog: Catalog, model
     assert loose.goodput_requests_per_s > 0.9 * loose.max_rate_per_s  # the SLO's 90% is met there
     assert tight.limited_by == "slo"  # a probe missed it: a latency limit binds
     # limits no run misses: every probe meets them up to the saturation rate, and what bounds the
-    # rate is keeping up (the capacity says so rather than naming the SLO): the highest probe whose
-    # run settled, below the saturation rate (a probe that met the limits while its queue still grew
-    # is not a rate sustained)
+    # rate is settling (the capacity says so rather than naming the SLO): the highest probe whose
+    # run settled, below the saturation rate (the probes above it met the limits while their queue
+    # still grew, which is not a rate sustained)
     none = max_rate_at_slo(deployment, workload=workload, slo=ServiceLevel(ttft_s=100.0, tpot_s=10.0))
-    assert none.limited_by == "throughput"
+    assert none.limited_by == "settling"
     assert all(probe.meets for probe in none.probes)
     assert none.max_rate_per_s == max(probe.rate_per_s for probe in none.probes if probe.sustained)
     assert none.max_rate_per_s < none.saturation_rate_per_s

@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -58,7 +59,11 @@ FLOOR_RELATIVE_SLACK: Final = 1e-9
 class LoadPoint(Record):
     """One simulated arrival rate (requests per second) and what it reached (seconds, per second);
     ``settled``: whether the run kept up while it was measured
-    (:class:`~lightspeed.sol.serve.run_metrics.Settling`; ``None`` for a run not at a rate)."""
+    (:class:`~lightspeed.sol.serve.run_metrics.Settling`; ``None`` for a run not at a rate).
+    ``output_tokens_per_s`` is the run's own (its drain included), ``served_output_tokens_per_s``
+    the output tokens per second at the rate it served
+    (:attr:`~lightspeed.sol.serve.simulator.SimulationResult.served_output_tokens_per_s`; NaN: not
+    recorded), the throughput of that load."""
 
     rate_per_s: float
     ttft_p50_s: float
@@ -71,6 +76,7 @@ class LoadPoint(Record):
     attainment: float | None
     meets: bool | None
     settled: bool | None = None
+    served_output_tokens_per_s: float = math.nan
 
     @classmethod
     def of(cls, rate_per_s: float, result: SimulationResult) -> LoadPoint:
@@ -88,6 +94,7 @@ class LoadPoint(Record):
             attainment=None if slo is None else slo.attainment,
             meets=None if slo is None else slo.meets,
             settled=result.settled,
+            served_output_tokens_per_s=result.served_output_tokens_per_s,
         )
 
     @property
@@ -126,9 +133,12 @@ class CapacityResult(Record):
     The rate is one sample of the arrival process: another seed draws other arrivals and finds a
     rate a few percent away. ``seed_checks`` reruns the run at the rate found with the next seeds
     (:class:`SeedCheck`), so the output can say whether the rate holds on them. ``limited_by`` says
-    what bounds the rate: ``slo`` where a probe missed it, ``throughput`` where every probe up to
-    the saturation rate met it (no latency limit binds: the rate is the highest at which the
-    deployment keeps up, its run settled)."""
+    what bounds the rate, from the lowest probe rejected above it (:func:`limited_by`): ``slo``
+    where it missed the SLO, ``settling`` where it met the SLO but its run did not settle (the
+    rejected rates are not shown to be unsustainable: a longer run may settle there), and
+    ``throughput`` where no probe was rejected (every one up to the saturation rate met the SLO and
+    settled: no latency limit binds, the rate is within the search's tolerance of the saturation
+    rate)."""
 
     slo: ServiceLevel
     max_rate_per_s: float
@@ -410,7 +420,7 @@ def max_rate_at_slo(
     found = None if best is None else best.slo
     goodput = 0.0 if found is None else found.goodput_requests_per_s
     gpus = deployment.plan.num_gpus
-    checks = _seed_checks(deployment, workload, low, slo, seed=seed, count=seed_checks if best else 0)
+    checks = seed_checks_at(deployment, workload, low, slo, seed=seed, count=seed_checks if best else 0)
     return CapacityResult(
         slo=slo,
         max_rate_per_s=low,
@@ -419,15 +429,33 @@ def max_rate_at_slo(
         saturation_rate_per_s=ceiling,
         num_gpus=gpus,
         probes=tuple(probes),
-        # every probe within the SLO: what bounds the rate is keeping up (a probe may not settle)
-        limited_by="throughput" if probes and all(probe.meets for probe in probes) else "slo",
+        limited_by=limited_by(probes, low),
         offered_requests_per_s=math.nan if found is None else found.offered_requests_per_s,
         seed=seed,
         seed_checks=checks,
     )
 
 
-def _seed_checks(
+# what bounds the highest rate at an SLO (CapacityResult.limited_by)
+LIMITED_BY_SLO: Final = "slo"
+LIMITED_BY_SETTLING: Final = "settling"
+LIMITED_BY_THROUGHPUT: Final = "throughput"
+
+
+def limited_by(probes: Sequence[LoadPoint], rate_per_s: float) -> str:
+    """What bounds the rate found (``rate_per_s``): the lowest probe above it, rejected, missed the
+    SLO (``slo``) or met it without settling (``settling``); none rejected, the search rose to the
+    saturation rate (``throughput``). A search with no probe is ``slo`` (no rate found)."""
+    if not probes:
+        return LIMITED_BY_SLO
+    rejected = [probe for probe in probes if probe.rate_per_s > rate_per_s and not probe.sustained]
+    if not rejected:
+        return LIMITED_BY_THROUGHPUT if all(probe.meets for probe in probes) else LIMITED_BY_SLO
+    bound = min(rejected, key=lambda probe: probe.rate_per_s)
+    return LIMITED_BY_SETTLING if bound.meets else LIMITED_BY_SLO
+
+
+def seed_checks_at(
     deployment: SimulatedDeployment,
     workload: ServingWorkload,
     rate: float,
@@ -436,7 +464,8 @@ def _seed_checks(
     seed: int,
     count: int,
 ) -> tuple[SeedCheck, ...]:
-    """The run at ``rate`` drawn again with seeds ``seed + 1`` to ``seed + count``."""
+    """The run at ``rate`` (``workload``'s requests as they are: no warm-up is added) drawn again
+    with seeds ``seed + 1`` to ``seed + count`` (:class:`SeedCheck`)."""
     checks = []
     for other in range(seed + 1, seed + 1 + count):
         result = _at_rate(deployment, workload, rate, slo, other)
@@ -483,6 +512,9 @@ def load_sweep(
 
 
 __all__ = [
+    "LIMITED_BY_SETTLING",
+    "LIMITED_BY_SLO",
+    "LIMITED_BY_THROUGHPUT",
     "CapacityResult",
     "LoadPoint",
     "SeedCheck",
@@ -490,9 +522,11 @@ __all__ = [
     "UnloadedLatency",
     "check_slo_reachable",
     "held_sequences",
+    "limited_by",
     "load_sweep",
     "max_rate_at_slo",
     "saturation_rate",
+    "seed_checks_at",
     "steady_state_rates",
     "unloaded_latency",
 ]

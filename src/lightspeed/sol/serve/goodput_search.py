@@ -17,7 +17,10 @@ Each finalist's runs are measured at the steady state
 (:func:`~lightspeed.sol.serve.capacity_at_slo.steady_state_workload`: a warm-up of what it
 holds at once, unless ``warmup_requests`` gives one): a rate served is a sustained rate.
 Each finalist records the warm-up and measured request counts it was run with, so that
-``lightspeed simulate --arrival-rate R --requests N --warmup W`` repeats its run.
+``lightspeed simulate --arrival-rate R --requests N --warmup W`` repeats its run. A highest rate
+is one sample of the arrivals (one seed): the best finalist's is rerun with ``seed_checks`` more
+seeds (:class:`~lightspeed.sol.serve.capacity_at_slo.SeedCheck`, two by default), as ``simulate
+--max-rate-at-slo`` reruns its own, so the ranking can say whether the winner's rate holds.
 The analytic model sees a batch of identical requests; the simulator sees the
 queue, so the order can change.
 """
@@ -34,7 +37,12 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, SpeculativeDecoding
 from lightspeed.sol.infer.search import FrontierPoint, InferenceSearchResult, search_inference
-from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_workload
+from lightspeed.sol.serve.capacity_at_slo import (
+    SeedCheck,
+    max_rate_at_slo,
+    seed_checks_at,
+    steady_state_workload,
+)
 from lightspeed.sol.serve.deployment import SchedulerConfig, SimulatedDeployment, simulated_deployment
 from lightspeed.sol.serve.run_metrics import ServiceLevel
 from lightspeed.sol.serve.simulator import simulate_deployment
@@ -42,13 +50,16 @@ from lightspeed.sol.serve.workload import ArrivalProcess, LengthDistribution, Se
 from lightspeed.workload import TransformerSpec
 
 DEFAULT_FINALISTS: Final = 6
+DEFAULT_SEED_CHECKS: Final = 2  # the best finalist's highest rate rerun on this many more seeds
 
 
 @dataclass(frozen=True)
 class RankedDeployment(Record):
     """One finalist: its analytic throughput per GPU, and what the simulation gave at the SLO
-    (good requests per second and per GPU, the share within both limits, the latencies, and
-    whether the run kept up while it was measured: :class:`~lightspeed.sol.serve.run_metrics.Settling`)."""
+    (good requests per second and per GPU, the share within both limits, the latencies, whether
+    the run kept up while it was measured: :class:`~lightspeed.sol.serve.run_metrics.Settling`, and
+    the output tokens per second at the rate it served); ``seed_checks``: for the best finalist at
+    its highest rate, that rate rerun with other seeds (none otherwise)."""
 
     plan: InferencePlan
     analytic_output_tokens_per_s_per_gpu: float
@@ -62,6 +73,8 @@ class RankedDeployment(Record):
     settled: bool | None = None
     warmup_requests: int = 0  # requests that warmed the run up, left out of its figures
     measured_requests: int = 0  # requests measured after them
+    served_output_tokens_per_s: float = math.nan  # output tokens/s at the rate served (drain left out)
+    seed_checks: tuple[SeedCheck, ...] = ()  # the best finalist's highest rate on other seeds
 
 
 @dataclass(frozen=True)
@@ -134,13 +147,17 @@ def search_goodput(
     analytic: InferenceSearchResult | None = None,
     attention_weights: str | None = None,
     effective_bits: float | None = None,
+    seed_checks: int = DEFAULT_SEED_CHECKS,
 ) -> GoodputSearchResult:
     """Rank deployments by goodput per GPU at ``slo`` (see the module docstring); requests of
     ``load``'s lengths, ``num_requests`` per simulation (the first ``warmup_requests`` not
     measured). ``analytic``: the analytic search under
-    the SLO's limits when the caller has run it already (it is not run again)."""
+    the SLO's limits when the caller has run it already (it is not run again). Without
+    ``rate_per_s``, the best finalist's highest rate is rerun with ``seed_checks`` more seeds."""
     if finalists < 1:
         raise UserInputError(f"finalists must be >= 1 (got {finalists})")
+    if seed_checks < 0:
+        raise UserInputError(f"seed checks {seed_checks} must be 0 or more")
     analytic = analytic or search_inference(
         model=model,
         cluster=cluster,
@@ -163,7 +180,7 @@ def search_goodput(
         num_requests=num_requests,
         warmup_requests=warmup_requests,
     )
-    ranked = []
+    ranked: list[tuple[RankedDeployment, SimulatedDeployment]] = []
     for plan, analytic_rate in _finalists(analytic, finalists, speculative, slo):
         try:
             deployment = simulated_deployment(
@@ -176,19 +193,25 @@ def search_goodput(
             )
         except InvalidPlanError:
             continue
-        ranked.append(
-            _rank(deployment, workload, slo, rate=rate_per_s, seed=seed, analytic_rate=analytic_rate)
-        )
+        entry = _rank(deployment, workload, slo, rate=rate_per_s, seed=seed, analytic_rate=analytic_rate)
+        ranked.append((entry, deployment))
     if not ranked:
         raise InvalidPlanError("no finalist of the analytic search could be simulated")
     # equal goodput (every finalist keeps up with a given rate): the one furthest inside the limits
     ranked.sort(
-        key=lambda entry: (-entry.goodput_requests_per_s_per_gpu, -entry.attainment, -_headroom(entry, slo))
+        key=lambda pair: (
+            -pair[0].goodput_requests_per_s_per_gpu,
+            -pair[0].attainment,
+            -_headroom(pair[0], slo),
+        )
     )
+    ranking = [entry for entry, _ in ranked]
+    if rate_per_s is None:
+        ranking[0] = _with_seed_checks(ranking[0], ranked[0][1], workload, slo, seed=seed, count=seed_checks)
     return GoodputSearchResult(
         slo=slo,
         rate_per_s=rate_per_s,
-        ranking=tuple(ranked),
+        ranking=tuple(ranking),
         analytic=analytic,
         num_shapes_infeasible=analytic.num_shapes_infeasible,
         seed=seed,
@@ -241,7 +264,26 @@ def _rank(
         settled=result.settled,
         warmup_requests=workload.warmup_requests,
         measured_requests=workload.num_requests - workload.warmup_requests,
+        served_output_tokens_per_s=result.served_output_tokens_per_s,
     )
+
+
+def _with_seed_checks(
+    entry: RankedDeployment,
+    deployment: SimulatedDeployment,
+    workload: ServingWorkload,
+    slo: ServiceLevel,
+    *,
+    seed: int,
+    count: int,
+) -> RankedDeployment:
+    """``entry`` with its highest rate rerun on ``count`` more seeds, on the requests its search ran
+    (the same warm-up and measured counts); unchanged where no rate was found."""
+    if count == 0 or entry.rate_per_s <= 0.0:
+        return entry
+    steady = steady_state_workload(deployment, workload)
+    checks = seed_checks_at(deployment, steady, entry.rate_per_s, slo, seed=seed, count=count)
+    return replace(entry, seed_checks=checks)
 
 
 def _headroom(entry: RankedDeployment, slo: ServiceLevel) -> float:
