@@ -215,5 +215,7 @@ def test_moe_stats_still_adds_two_ranks(run_cli, load_file: Path, tmp_path: Path
     result = run_cli("moe", "stats", str(load_file), str(other), "--json", "--gpus", "2")
     assert result.code == 0, result.err
     layers = json.loads(result.out)["layers"]
-    # by hand: layer 0 is 90+10+40+60 + 10 = 210 tokens, layer 1 is 20+100+30+50 + 10 = 210
-    assert [layer["num_tokens"] for layer in layers] == [210, 210]
+    # by hand: layer 0 is 90+10+40+60 + 10 = 210 token-expert pairs, layer 1 is 20+100+30+50 + 10 =
+    # 210 (the files record no top-k, so how many tokens those are is unknown)
+    assert [layer["num_token_expert_pairs"] for layer in layers] == [210, 210]
+    assert [layer["num_tokens"] for layer in layers] == [None, None]

@@ -89,7 +89,10 @@ def test_report_draws_a_plan_infer_estimate(run_cli, tmp_path: Path) -> None:  #
     assert rows["TTFT"][0].startswith(format_duration(estimate["ttft_s"]) + " (analytic;")
     assert f"p50 {format_duration(simulated['ttft']['p50_s'])}" in rows["TTFT"][0]
     per_user = estimate["output_tokens_per_s_per_user"]
-    assert rows["TPOT"] == [f"{format_duration(estimate['tpot_s'])} ({per_user:,.1f} tok/s per user)"]
+    assert rows["TPOT"] == [
+        f"{format_duration(estimate['tpot_s'])} (analytic, {per_user:,.1f} tok/s per user; simulated under "
+        f"this load, below: p50 {format_duration(simulated['tpot']['p50_s'])})"
+    ]
     assert rows["requests/s"] == [f"{estimate['requests_per_s']:,.3g}"]
     assert rows["batch per replica"][0].startswith("32 in flight of at most")
 

@@ -208,12 +208,20 @@ def _refuse_above_peak(ledgers: list[Ledger], options: dict[str, Any]) -> None:
     given = [f"--{name.replace('_', '-')}" for name in _FLOP_OPTIONS if options[name] is not None]
     for ledger in ledgers:
         ratio = ledger.utilization.above_peak_ratio
-        if ratio is not None and ledger.step_mfu is None and given:  # MFU itself above the peak
+        if ratio is not None and ledger.step_mfu is None and given:  # the step MFU above the peak
             raise UserInputError(
-                f"{ledger.path}: MFU would be {ratio:.0%}, above the peak no run exceeds; check "
+                f"{ledger.path}: step MFU would be {ratio:.0%}{_over_wall_time(ledger, ratio)}, above the "
+                "peak no run exceeds; check "
                 f"{', '.join(given).replace('--model-flop-per-token', '--flop-per-token')} "
                 f"({_divisor(ledger)})"
             )
+
+
+def _over_wall_time(ledger: Ledger, step_mfu: float) -> str:
+    """The MFU over the wall time beside a step MFU (over productive step time): it scales by their ratio."""
+    if ledger.total_s <= 0:
+        return ""
+    return f" (MFU over the wall time {step_mfu * ledger.productive_s / ledger.total_s:.1%})"
 
 
 def _divisor(ledger: Ledger) -> str:

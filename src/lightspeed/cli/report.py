@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 import click
 
 from lightspeed.cli._common import emit, get_context, json_option, with_warnings
 from lightspeed.cli.text_options import OutputPath
 from lightspeed.cost import load_prices
+from lightspeed.errors import UserInputError
+from lightspeed.files import check_output
 from lightspeed.report import build_sections, cost_section, gather_inputs, render_written_report, write_report
 from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
 
@@ -31,7 +34,7 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     type=OutputPath(dir_okay=False, example="report.html", what="report"),
     default=Path("lightspeed-report.html"),
     show_default=True,
-    help="Where to write the HTML file.",
+    help="Where to write the HTML file (.html or .htm; its folder must exist).",
 )
 @click.option(
     "--plots",
@@ -94,6 +97,7 @@ def command(
     the goodput waterfall, the trace's per-rank breakdown, kernels against their SOL (Nsight
     Compute), simulated serving runs, monitor runs, the cost of each plan (--prices) and a metric's
     history across runs."""
+    _check_output(output)
     _refuse_unreadable(sources)
     # the catalog only where something is read against it: the store's own runs need none, and a
     # reading command creates no cache beside the store (tests/store/test_open_not_create.py)
@@ -117,6 +121,24 @@ def command(
         sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)
+
+
+REPORT_SUFFIXES: Final = (".html", ".htm")
+
+
+def _check_output(output: Path) -> None:
+    """Before anything is read: the report is one HTML file (there is no PDF or other export, so
+    another suffix would hold HTML under a misleading name), in a folder that exists (none is made,
+    as no other output path makes one). A file in the way of the folder is the writer's to name."""
+    if output.suffix.lower() not in REPORT_SUFFIXES:
+        named = f"{output.suffix!r} is not" if output.suffix else "a name without a suffix is not"
+        raise UserInputError(
+            f"cannot write the report to {output}: {named} an HTML file name (the report is one "
+            "self-contained HTML page; there is no PDF export); end the name in .html or .htm, e.g. "
+            "-o report.html"
+        )
+    if not any(folder.exists() and not folder.is_dir() for folder in output.parents):
+        check_output(output, what="report", example="report.html", new_folder_ok=False)
 
 
 def _refuse_unreadable(sources: tuple[str, ...]) -> None:

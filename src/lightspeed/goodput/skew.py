@@ -1,14 +1,17 @@
 """Clock offsets between the hosts of a multi-rank run.
 
 Each rank stamps its events with its own host's wall clock, so a host whose
-clock runs ahead makes its rank look late at every step. A rank is read as
-*offset* (not straggling) when it enters the steps it shares with the other
-ranks late (or early) by the same amount throughout, ends them late by that
-amount too (its steps are neither longer nor shorter: it neither waits for the
-others nor makes them wait), and no rank on its host enters them on time (ranks
-of one host share a clock). Its events are then shifted by the offset, so the
-offset neither flags it as a straggler nor stretches the run's span; a note
-says so. A lag that grows, or steps of another length, stays a straggler.
+clock runs ahead makes its ranks look late at every step. Ranks of one host
+share a clock, so offsets are per host and ranks of one host are never shifted
+against each other (a run on one host is never shifted). A host is read as
+*offset* (its ranks are not straggling) when every one of its ranks enters the
+steps it shares with the other ranks late (or early) by the same amount
+throughout and ends them late by that amount too (its steps are neither longer
+nor shorter: it neither waits for the others nor makes them wait); a rank of
+the host that runs on time shows the clock is right. The host's events are then
+shifted by the offset, so the offset neither flags its ranks as stragglers nor
+stretches the run's span; a note says so. A lag that grows, or steps of
+another length, stays a straggler.
 
 (Not :mod:`lightspeed.moe.skew`, how skewed an expert load is.)
 """
@@ -29,42 +32,78 @@ MIN_SHARED_STEPS: Final = 4
 
 
 def align_clocks(run: RunLog) -> tuple[RunLog, tuple[str, ...]]:
-    """``run`` with each clock-offset rank's events shifted onto the other ranks' clock; a note per rank."""
-    if len(run.ranks) < 2:
+    """``run`` with each clock-offset host's events shifted onto the other hosts' clock; a note per host.
+
+    Ranks of one host share its clock, so offsets are per host: a host is shifted only when every one
+    of its ranks lags the others by the same constant amount, and all its ranks by that amount. A run
+    on one host (or whose ranks share one clock) is never shifted.
+    """
+    clocks = _clocks(run.ranks)
+    if len(clocks) < 2:
         return run, ()
-    starts = [_step_stamps(rank, end=False) for rank in run.ranks]
-    ends = [_step_stamps(rank, end=True) for rank in run.ranks]
     medians = [_median_step_s(rank) for rank in run.ranks]
     typical_step_s = float(np.median([m for m in medians if m > 0])) if any(m > 0 for m in medians) else 0.0
     floor_s = RELATIVE_FLOOR * typical_step_s
     if floor_s <= 0:
         return run, ()
-    offsets = _offsets(starts, ends, floor_s)
-    on_time_hosts = {
-        rank.segments[0].host
-        for rank, offset in zip(run.ranks, offsets, strict=True)
-        if offset is None or abs(offset) <= floor_s
-    }
-    shifted: list[RankLog] = []
+    starts = [_step_stamps(rank, end=False) for rank in run.ranks]
+    ends = [_step_stamps(rank, end=True) for rank in run.ranks]
+    rank_offsets = _offsets(starts, ends, floor_s)
+    shift_by_s = [0.0] * len(run.ranks)
     notes: list[str] = []
-    for rank, offset in zip(run.ranks, offsets, strict=True):
-        host = rank.segments[0].host
-        is_offset = offset is not None and abs(offset) > floor_s and not (host and host in on_time_hosts)
-        if not is_offset:
-            shifted.append(rank)
+    for members in clocks:
+        offset = _clock_offset([rank_offsets[index] for index in members], floor_s)
+        if offset is None:
             continue
-        assert offset is not None
-        shifted.append(_shift(rank, -offset))
-        direction, when = ("ahead of", "late") if offset > 0 else ("behind", "early")
-        notes.append(
-            f"rank {rank.rank}'s clock{f' (host {host})' if host else ''} reads {abs(offset):.4g} s "
-            f"{direction} the other ranks': it enters every step that much {when} at a constant lag and its "
-            "steps end that much later too, so it is a clock offset between hosts, not a straggler; "
-            "its events are shifted by it"
-        )
+        for index in members:
+            shift_by_s[index] = -offset
+        notes.append(_offset_note([run.ranks[index] for index in members], offset))
     if not notes:
         return run, ()
-    return replace(run, ranks=tuple(shifted)), tuple(notes)
+    shifted = tuple(
+        _shift(rank, by_s) if by_s else rank for rank, by_s in zip(run.ranks, shift_by_s, strict=True)
+    )
+    return replace(run, ranks=shifted), tuple(notes)
+
+
+def _clocks(ranks: tuple[RankLog, ...]) -> list[list[int]]:
+    """Indices of ``ranks`` grouped by the clock they share: one group per host, one per rank of no host."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for index, rank in enumerate(ranks):
+        host = rank.segments[0].host if rank.segments else ""
+        groups.setdefault((host, -1) if host else ("", index), []).append(index)
+    return list(groups.values())
+
+
+def _clock_offset(offsets: list[float | None], floor_s: float) -> float | None:
+    """One clock's offset from its ranks' constant lags: their median when every rank lags by it
+    (within ``floor_s`` of each other) and it exceeds ``floor_s``; else ``None`` (a rank of the host
+    that runs on time, or at another lag, shows the clock is right and the others are slow)."""
+    if any(offset is None for offset in offsets):
+        return None
+    known = [offset for offset in offsets if offset is not None]
+    if max(known) - min(known) > floor_s:
+        return None
+    offset = float(np.median(known))
+    return offset if abs(offset) > floor_s else None
+
+
+def _offset_note(ranks: list[RankLog], offset_s: float) -> str:
+    host = ranks[0].segments[0].host if ranks[0].segments else ""
+    if len(ranks) == 1:
+        whose = f"rank {ranks[0].rank}'s clock"
+    else:
+        whose = "the clock of ranks " + ", ".join(str(rank.rank) for rank in ranks)
+    direction, when, end_when = (
+        ("ahead of", "late", "later") if offset_s > 0 else ("behind", "early", "earlier")
+    )
+    they_enter, its = ("it enters", "its") if len(ranks) == 1 else ("they enter", "their")
+    return (
+        f"{whose}{f' (host {host})' if host else ''} reads {abs(offset_s):.4g} s {direction} the other "
+        f"hosts': {they_enter} every step that much {when} at a constant lag and {its} steps end that much "
+        f"{end_when} too, so it is a clock offset between hosts, not a straggler; "
+        f"{its} events are shifted by it"
+    )
 
 
 def _offsets(

@@ -20,7 +20,9 @@ Three ways to serve the mix are then compared:
   time, so it needs its bounds met at f times the bound and f times its solo
   rate.
 
-The plan with the fewest GPUs wins; ties go to MIG (isolated), then whole GPUs.
+The plan with the fewest GPUs wins. A tie goes to MIG when its slices isolate services that the
+whole-GPU plan runs on shared GPUs, else to whole GPUs (each service on GPUs of its own, with nothing
+to isolate); time-sharing comes last.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import load_runtime_overheads
 from lightspeed.sol.infer.estimate import estimate_inference
-from lightspeed.sol.infer.plan import ServingLoad
+from lightspeed.sol.infer.plan import InferencePlan, ServingLoad, resolve_precisions
 from lightspeed.units import bytes_per_element
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
@@ -555,12 +557,11 @@ def _at_requested_rate(
 
 
 def _explain(strategies: Sequence[Strategy], no_slices: str = "") -> tuple[str, tuple[str, ...]]:
-    """The winning strategy and why. ``no_slices`` says why the MIG plan holds no slice (empty when
-    it holds one): it is then whole GPUs with MIG off, the whole-GPU plan under another name, and
-    loses a tie to it; slices isolate nothing there."""
-    order = {"mig": 0, "whole-gpu": 1, "time-sharing": 2}
-    if no_slices:
-        order = {"whole-gpu": 0, "mig": 1, "time-sharing": 2}
+    """The winning strategy and why: the fewest GPUs, a tie broken by :func:`_tie_order`. ``no_slices``
+    says why the MIG plan holds no slice (empty when it holds one): it is then whole GPUs with MIG off,
+    the whole-GPU plan under another name, and loses a tie to it; slices isolate nothing there."""
+    isolates = _slices_isolate(strategies, no_slices)
+    order = _tie_order(isolates)
     feasible = [s for s in strategies if s.num_gpus is not None]
     assert feasible, "plan_mig refuses a mix no strategy serves before explaining"
     winner = min(feasible, key=lambda s: (s.num_gpus or 0, order[s.name]))
@@ -575,13 +576,42 @@ def _explain(strategies: Sequence[Strategy], no_slices: str = "") -> tuple[str, 
                 f"mig needs {strategy.num_gpus} GPU(s) and is the same plan: {no_slices}, "
                 "so every service runs on whole GPUs with MIG off"
             )
+        elif strategy.name == "mig" and strategy.num_gpus == winner.num_gpus and winner.name == "whole-gpu":
+            lines.append(
+                f"mig needs {strategy.num_gpus} GPU(s) too, but its slices isolate no service that "
+                "whole-gpu runs on a shared GPU: the tie goes to whole GPUs, which put no service on a "
+                "slice of one"
+            )
         else:
             lines.append(f"{strategy.name} needs {strategy.num_gpus} GPU(s)")
     if winner.name == "mig" and no_slices:
         lines.append(f"the mig plan holds no slice ({no_slices}): every service runs on whole GPUs, MIG off")
-    elif winner.name == "mig":
+    elif winner.name == "mig" and isolates:
         lines.append("slices are isolated: one service's burst does not stretch another's latency")
     return winner.name, tuple(lines)
+
+
+def _slices_isolate(strategies: Sequence[Strategy], no_slices: str) -> bool:
+    """Whether the MIG plan serves on GPUs of their own (slices or whole) services that the whole-GPU
+    plan runs on shared GPUs (a model's engine in time shares), or no whole-GPU plan serves the mix:
+    only then is isolation an advantage over whole GPUs, each service on GPUs of its own."""
+    if no_slices:
+        return False
+    by_name = {strategy.name: strategy for strategy in strategies}
+    whole, mig = by_name.get("whole-gpu"), by_name.get("mig")
+    if whole is None or whole.num_gpus is None:
+        return True
+    shared = {a.service for a in whole.assignments if a.engine}
+    alone = {a.service for a in mig.assignments if not a.engine} if mig is not None else set()
+    return bool(shared & alone)
+
+
+def _tie_order(isolates: bool) -> dict[str, int]:
+    """Who wins a tie on GPUs: MIG when its slices isolate services whole GPUs would share, else whole
+    GPUs (as fast or faster than a slice, and the same plan when MIG holds no slice); time-sharing last."""
+    if isolates:
+        return {"mig": 0, "whole-gpu": 1, "time-sharing": 2}
+    return {"whole-gpu": 0, "mig": 1, "time-sharing": 2}
 
 
 def _unserved(
@@ -718,8 +748,17 @@ def plan_mig(
         choice=choice,
         explanation=explanation,
         capacities=tuple(c for s in services for c in (*slices[s.name], *whole[s.name])),
-        assumptions=ASSUMPTIONS,
+        assumptions=(*ASSUMPTIONS, *_precision_notes(accelerator, services)),
     )
+
+
+def _precision_notes(accelerator: Accelerator, services: Sequence[MigService]) -> tuple[str, ...]:
+    """What the services' weight formats become on ``accelerator`` (weight-only quantization where it
+    has no tensor cores for one), in the words ``plan infer`` uses; each note once."""
+    notes: dict[str, None] = {}
+    for precision in dict.fromkeys(service.precision for service in services):
+        notes.update(dict.fromkeys(resolve_precisions(InferencePlan(precision=precision), accelerator).notes))
+    return tuple(notes)
 
 
 ASSUMPTIONS: Final = (

@@ -27,14 +27,17 @@ REDUNDANCY_STEPS: Final = (0, 1, 2, 4)  # extra replicas per GPU tried by defaul
 
 @dataclass(frozen=True)
 class LayerSkew(Record):
-    """One layer's load: hottest expert over the mean expert, coefficient of variation,
-    effective experts (``exp`` of the entropy of the shares: the number of equally loaded
-    experts with the same spread), the share of the hottest eighth of the experts
-    (:func:`_top_share`: E/8 experts, a part of one where E/8 is not whole, so 12.5% is an
-    even load for any E), and the three hottest experts."""
+    """One layer's load: the tokens routed through it and the token-expert pairs they make (a token
+    routed to ``top_k`` experts is ``top_k`` pairs: the counts of a load), hottest expert over the
+    mean expert, coefficient of variation, effective experts (``exp`` of the entropy of the shares:
+    the number of equally loaded experts with the same spread), the share of the hottest eighth of
+    the experts (:func:`_top_share`: E/8 experts, a part of one where E/8 is not whole, so 12.5% is
+    an even load for any E), and the three hottest experts. ``num_tokens`` is the pairs over the
+    load's ``top_k``, ``None`` when the load does not record its ``top_k``."""
 
     layer: str
-    num_tokens: float
+    num_tokens: float | None
+    num_token_expert_pairs: float
     hottest_over_mean: float
     coefficient_of_variation: float
     effective_experts: float
@@ -74,6 +77,7 @@ class LoadStats(Record):
     num_groups: int
     num_nodes: int
     num_steps: int
+    top_k: int | None
     layers: tuple[LayerSkew, ...]
     hot_experts: tuple[HotExpert, ...]
     unbalanced_overall_gpu_load_max_over_mean: float | None
@@ -104,16 +108,18 @@ def _top_share(shares_hottest_first: np.ndarray, fraction: float) -> float:
     return share
 
 
-def _layer_skew(name: str, row: np.ndarray) -> LayerSkew:
+def _layer_skew(name: str, row: np.ndarray, top_k: int | None) -> LayerSkew:
     total = float(row.sum())
+    tokens = total / top_k if top_k else None
     if total == 0:
-        return LayerSkew(name, 0.0, 1.0, 0.0, float(row.size), 0.0, ())
+        return LayerSkew(name, tokens, 0.0, 1.0, 0.0, float(row.size), 0.0, ())
     shares = row / total
     nonzero = shares[shares > 0]
     ordered = np.argsort(-row, kind="stable")
     return LayerSkew(
         layer=name,
-        num_tokens=total,
+        num_tokens=tokens,
+        num_token_expert_pairs=total,
         hottest_over_mean=float(row.max() / row.mean()),
         coefficient_of_variation=float(row.std() / row.mean()),
         effective_experts=float(np.exp(-(nonzero * np.log(nonzero)).sum())),
@@ -188,7 +194,10 @@ def load_stats(
         num_groups=num_groups,
         num_nodes=num_nodes,
         num_steps=load.num_steps,
-        layers=tuple(_layer_skew(name, row) for name, row in zip(load.layer_names, counts, strict=True)),
+        top_k=load.top_k,
+        layers=tuple(
+            _layer_skew(name, row, load.top_k) for name, row in zip(load.layer_names, counts, strict=True)
+        ),
         hot_experts=_hot_experts(load, num_hot),
         unbalanced_overall_gpu_load_max_over_mean=(
             None

@@ -102,17 +102,28 @@ def render_holdout_score(score: HoldoutScore, layer_names: Sequence[str]) -> Non
 def render_load_stats(stats: LoadStats) -> None:
     """Print skew per layer, the hottest experts, and imbalance against the number of replicas."""
     console = make_console()
+    routing = f"top-{stats.top_k}" if stats.top_k else "top-k not recorded: tokens unknown"
     console.print(
-        f"[bold]{stats.num_layers} MoE layers x {stats.num_experts} experts[/bold], "
+        f"[bold]{stats.num_layers} MoE layers x {stats.num_experts} experts[/bold], {routing}, "
         f"{stats.num_steps} step{'s' if stats.num_steps > 1 else ''}"
     )
     render_table(
         "Skew per layer",
-        ["layer", "tokens", "hottest/mean", "CV", "effective experts", "top 1/8 share", "hottest"],
+        [
+            "layer",
+            "tokens",
+            "token-expert pairs",
+            "hottest/mean",
+            "CV",
+            "effective experts",
+            "top 1/8 share",
+            "hottest",
+        ],
         [
             [
                 layer.layer,
-                format_count(layer.num_tokens),
+                "-" if layer.num_tokens is None else format_count(layer.num_tokens),
+                format_count(layer.num_token_expert_pairs),
                 f"{layer.hottest_over_mean:.2f}",
                 f"{layer.coefficient_of_variation:.2f}",
                 f"{layer.effective_experts:.1f}",

@@ -124,11 +124,37 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         )
     return ReportSection(
         key=f"serving-{index}",
-        title=f"Simulated serving: {data.get('model', '?')}",
+        title=f"Simulated serving: {data.get('model', '?')}{_title_details(data)}",
         paragraphs=tuple(paragraphs),
         tables=tuple(tables),
         charts=tuple(charts),
     )
+
+
+def _title_details(data: JsonObject) -> str:
+    """``, tp=2 pp=1 x4 fp8 at 10 req/s``: the deployment and the load, so that the sections of
+    several runs of one model differ by title (empty where the file holds neither)."""
+    plan, workload = data.get("plan"), data.get("workload")
+    parts = []
+    if isinstance(plan, Mapping):
+        degrees = [
+            f"{key.replace('_', '-')}={plan[key]}" for key in ("tp", "pp") if isinstance(plan.get(key), int)
+        ]
+        degrees += [
+            f"{key.replace('_', '-')}={plan[key]}"
+            for key in ("ep", "dp_attention")
+            if isinstance(plan.get(key), int) and plan[key] > 1
+        ]
+        replicas = plan.get("replicas")
+        if isinstance(replicas, int) and replicas > 1:
+            degrees.append(f"x{replicas}")
+        if isinstance(plan.get("precision"), str):
+            degrees.append(plan["precision"])
+        parts.append(" ".join(degrees))
+    if isinstance(workload, Mapping) and isinstance(workload.get("arrivals"), Mapping):
+        parts.append(_arrivals_text(workload["arrivals"]))
+    text = ", ".join(part for part in parts if part and part != "?")
+    return f", {text}" if text else ""
 
 
 def _rates_from(data: JsonObject) -> str:
