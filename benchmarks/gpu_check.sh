@@ -12,6 +12,15 @@
 #   membw.json copy.json launch.json collectives.json (collectives only with 2+ GPUs)
 #   summary.txt       best bf16 shape as a fraction of the catalog's dense peak (target >= 75%)
 set -uo pipefail
+usage() {
+    echo "usage: [OUT=FOLDER] [PYTHON=PY] bash benchmarks/gpu_check.sh"
+    echo "GPU checks of the bench suites on one CUDA machine; results in \$OUT (default out/gpu-check)."
+}
+case "${1:-}" in
+    "") ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "gpu_check.sh: unknown argument '$1'; fix: run it without arguments (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-check}
 mkdir -p "$OUT"
@@ -28,8 +37,8 @@ LS=("$PY" -m lightspeed)
 } > "$OUT/environment.txt" 2>&1
 
 if ! "$PY" -c "import torch, numpy, click, rich, msgspec, matplotlib, lightspeed" 2>> "$OUT/environment.txt"; then
-    echo "missing python packages: see environment.txt" | tee "$OUT/summary.txt"
-    exit 1
+    echo "gpu_check.sh: $PY lacks torch or one of lightspeed's dependencies (see $OUT/environment.txt); fix: set PYTHON to an interpreter with a CUDA build of torch and numpy, click, rich, msgspec, matplotlib" | tee "$OUT/summary.txt" >&2
+    exit 2
 fi
 
 run() { # name, seconds, command...
