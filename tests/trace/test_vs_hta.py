@@ -152,6 +152,13 @@ def test_per_kernel_statistics_match_hta(golden: dict[str, Any], real_trace: Any
         assert stats.mean_s * 1e6 == pytest.approx(row["mean_us"], rel=1e-9, abs=1e-6)
 
 
+# Gaps HTA adds below zero (an event that starts before the one before it ends on the stream);
+# lightspeed measures a gap from the latest end so far and adds none (docs/trace.md, "Agreement
+# with HTA"): negative_queue_length_values_check rank 0 stream 27, a DtoH copy at 214,797 us
+# inside the reduce kernel that ends at 214,799 us, which HTA counts as a -2 us kernel wait.
+_NEGATIVE_GAPS_US = {("negative_queue_length_values_check", 0, 27, "kernel_wait"): 2.0}
+
+
 @pytest.mark.parametrize("golden", _cases("idle_breakdown", clean_only=True))
 def test_idle_per_stream_matches_hta(golden: dict[str, Any], real_trace: Any) -> None:
     report = idle_breakdown(_load(golden, real_trace))
@@ -159,7 +166,10 @@ def test_idle_per_stream_matches_hta(golden: dict[str, Any], real_trace: Any) ->
     fields = {"host_wait": "host_wait_s", "kernel_wait": "kernel_wait_s", "other": "other_s"}
     for row in golden["idle_breakdown"]:
         split = ours[(row["rank"], row["stream"])]
-        assert getattr(split, fields[row["idle_category"]]) * 1e6 == pytest.approx(row["idle_us"], abs=0.5)
+        expected_us = row["idle_us"] + _NEGATIVE_GAPS_US.get(
+            (golden["trace"], row["rank"], row["stream"], row["idle_category"]), 0.0
+        )
+        assert getattr(split, fields[row["idle_category"]]) * 1e6 == pytest.approx(expected_us, abs=0.5)
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,10 @@ MIN_INTERVAL_S: Final = 1e-6  # no sampler ticks faster (NVML's floor is 10 ms)
 MAX_INTERVAL_S: Final = 86_400.0
 NS_PER_S: Final = 1e9
 _ENCODER: Final = msgspec.json.Encoder()
+_FIX_WRITER: Final = (
+    "pass a capture written by lightspeed monitor; a program that writes captures must follow its "
+    "format (docs/monitor.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -343,20 +347,25 @@ def _start(path: Path, number: int, event: dict[str, Any]) -> _Parsed:
             f"expected a list of 1 to {MAX_DEVICES} devices",
             line=number,
             field="devices",
+            fix=_FIX_WRITER,
         )
     infos = tuple(_device(path, number, item) for item in devices)
     if len({info.device_id for info in infos}) != len(infos):
-        raise DataFileError(path, "two devices share an id", line=number, field="devices")
+        raise DataFileError(path, "two devices share an id", line=number, field="devices", fix=_FIX_WRITER)
     return _Parsed(header=event, devices=infos, times=array.array("q"), columns={}, notes=[])
 
 
 def _device(path: Path, number: int, item: Any) -> DeviceInfo:
     if not isinstance(item, dict):
-        raise DataFileError(path, "a device is not an object", line=number, field="devices")
+        raise DataFileError(path, "a device is not an object", line=number, field="devices", fix=_FIX_WRITER)
     texts = {key: item.get(key, "") for key in ("device_id", "kind", "name", "backend", "uuid")}
     if not all(isinstance(value, str) for value in texts.values()) or not texts["device_id"]:
         raise DataFileError(
-            path, "a device needs string device_id, kind, name, backend", line=number, field="devices"
+            path,
+            "a device needs string device_id, kind, name, backend",
+            line=number,
+            field="devices",
+            fix=_FIX_WRITER,
         )
     index = item.get("index")
     details = item.get("details", {})
@@ -374,7 +383,12 @@ def _device(path: Path, number: int, item: Any) -> DeviceInfo:
 def _apply(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> None:
     kind = event.get("type")
     if parsed.end is not None and kind in ("sample", "note", "capture_end"):
-        raise DataFileError(path, f"{kind} after capture_end", line=number)
+        raise DataFileError(
+            path,
+            f"{kind} after capture_end",
+            line=number,
+            fix="keep one capture per file: the lines after capture_end belong to another capture",
+        )
     if kind == "sample":
         _sample(path, number, event, parsed)
     elif kind == "note":
@@ -397,7 +411,15 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
     t_ns = _whole(path, number, event, "t_ns")
     times = parsed.times
     if times and t_ns < times[-1]:
-        raise DataFileError(path, "sample time goes backwards", line=number, field="t_ns", value=t_ns)
+        raise DataFileError(
+            path,
+            f"sample time goes backwards (the sample before is at t_ns {times[-1]})",
+            line=number,
+            field="t_ns",
+            value=t_ns,
+            fix="lightspeed monitor writes samples in time order: keep one capture per file and do not "
+            "reorder its lines (sort them by t_ns if they were)",
+        )
     if t_ns < int(parsed.header["t_ns"]):
         raise DataFileError(
             path,
@@ -416,17 +438,33 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
         )
     data = event.get("d")
     if not isinstance(data, dict):
-        raise DataFileError(path, "a sample needs an object 'd' of device values", line=number, field="d")
+        raise DataFileError(
+            path,
+            "a sample needs an object 'd' of device values",
+            line=number,
+            field="d",
+            fix='write each sample as {"type": "sample", "t_ns": ..., "d": {device: {metric: value}}}',
+        )
     known = {device.device_id for device in parsed.devices}
     index = len(times)
     times.append(t_ns)
     for device, values in data.items():
         if device not in known:
             raise DataFileError(
-                path, "sample of a device the header does not list", line=number, value=device
+                path,
+                "sample of a device the header does not list",
+                line=number,
+                value=device,
+                fix=f"list it in the capture_start header's devices, or {_FIX_WRITER}",
             )
         if not isinstance(values, dict):
-            raise DataFileError(path, "device values must be an object", line=number, field=f"d.{device}")
+            raise DataFileError(
+                path,
+                "device values must be an object",
+                line=number,
+                field=f"d.{device}",
+                fix="write them as {metric: value}",
+            )
         for metric, value in values.items():
             if value is None:
                 continue
@@ -437,6 +475,7 @@ def _sample(path: Path, number: int, event: dict[str, Any], parsed: _Parsed) -> 
                     line=number,
                     field=f"d.{device}.{metric}",
                     value=value,
+                    fix="write null for a counter without a value (it is left out)",
                 )
             problem = out_of_range(metric, value)
             if problem:

@@ -13,7 +13,11 @@ exactly the time the ledger gives it.
 
 Energy is the increase of the GPUs' energy counter (NVML's total energy,
 interpolated between samples; after a drop, a reset, the counter counts from
-0) and, without it, the integral of power. Energy
+0) and, without it, the integral of power. A window's power is its energy
+over the seconds that energy describes (per GPU), so power x time = energy
+in every row: NVML's ``power_w`` is a lagging average of the last second or
+so, whose mean over a short window misses its start and end; the mean of
+``power_w`` stands in only where there is no energy at all. Energy
 per step divides productive energy by the number of optimizer steps (steps of
 one rank; all GPUs' energy), energy per token by the tokens the ledger
 counts. "Busy" is SM activity when DCGM sampled it, else NVML utilisation.
@@ -57,7 +61,9 @@ class Counters(Record):
     """Counters over a window (means are time-weighted; ``None``: not sampled there).
 
     ``gpu_busy_ratio`` is SM activity when DCGM sampled it, else NVML
-    utilisation; ``energy_j`` sums the GPUs involved; ``memory_peak_bytes``
+    utilisation; ``energy_j`` sums the GPUs involved; ``power_w`` is that
+    energy over the seconds it describes, per GPU (the mean of the samples'
+    power only without energy); ``memory_peak_bytes``
     is the largest device memory in use; ``covered_s`` the seconds samples
     describe (less than ``duration_s`` at the edges of a capture).
     """
@@ -312,7 +318,7 @@ def _columns(source: _Sources, starts: Any, ends: Any) -> dict[str, Any]:
             else:
                 columns[metric] = series.peak(starts, ends)
     columns["covered"] = _covered(source, starts, ends)
-    columns["energy"] = _energy(source, starts, ends)
+    columns["energy"], columns["energy_s"] = _energy(source, starts, ends)
     return columns
 
 
@@ -321,16 +327,18 @@ def _covered(source: _Sources, starts: Any, ends: Any) -> Any:
     return np.max(spans, axis=0) if spans else np.zeros(len(starts))
 
 
-def _energy(source: _Sources, starts: Any, ends: Any) -> Any:
-    """This rank's share of its GPU's energy over each window (the GPU's, split among its ranks)."""
+def _energy(source: _Sources, starts: Any, ends: Any) -> tuple[Any, Any]:
+    """This rank's share of its GPU's energy over each window (the GPU's, split among its ranks),
+    and the seconds it describes weighted by the same share (GPU-seconds: energy / them = power)."""
     counter = source.gpu.get("energy_j")
     if counter is not None:
-        return counter.increase(starts, ends) * source.gpu_share
+        share = source.gpu_share
+        return counter.increase(starts, ends) * share, counter.counter_span(starts, ends) * share
     power = source.gpu.get("power_w")
     if power is not None:
         area, covered = power.integral(starts, ends)
-        return np.where(covered > 0, area, np.nan) * source.gpu_share
-    return np.full(len(starts), np.nan)
+        return np.where(covered > 0, area, np.nan) * source.gpu_share, covered * source.gpu_share
+    return np.full(len(starts), np.nan), np.zeros(len(starts))
 
 
 def _counters_at(columns: Mapping[str, Any], index: int, duration_s: float) -> Counters:
@@ -342,15 +350,26 @@ def _counters_at(columns: Mapping[str, Any], index: int, duration_s: float) -> C
         return None if np.isnan(number) else number
 
     return _counters(
-        value, duration_s=duration_s, covered_s=float(columns["covered"][index]), energy_j=value("energy")
+        value,
+        duration_s=duration_s,
+        covered_s=float(columns["covered"][index]),
+        energy_j=value("energy"),
+        energy_s=float(columns["energy_s"][index]),
     )
 
 
 def _counters(
-    value: Callable[[str], float | None], *, duration_s: float, covered_s: float, energy_j: float | None
+    value: Callable[[str], float | None],
+    *,
+    duration_s: float,
+    covered_s: float,
+    energy_j: float | None,
+    energy_s: float,
 ) -> Counters:
-    """Counters from ``value(metric)`` (a window's mean or peak of each summarised metric)."""
+    """Counters from ``value(metric)`` (a window's mean or peak of each summarised metric) and the
+    window's energy over ``energy_s`` GPU-seconds (its power when there are any)."""
     sm_active = value("sm_active_ratio")
+    power = energy_j / energy_s if energy_j is not None and energy_s > 0 else value("power_w")
     return Counters(
         duration_s=duration_s,
         covered_s=covered_s,
@@ -358,7 +377,7 @@ def _counters(
         gpu_util_ratio=value("gpu_util_ratio"),
         sm_active_ratio=sm_active,
         sm_clock_hz=value("sm_clock_hz"),
-        power_w=value("power_w"),
+        power_w=power,
         energy_j=energy_j,
         memory_peak_bytes=value("memory_used_bytes"),
         nvlink_tx_bytes_per_s=value("nvlink_tx_bytes_per_s"),
@@ -426,7 +445,7 @@ def _aggregate(windows: Sequence[tuple[_Sources, Any, Any]]) -> Counters:
     areas: dict[str, float] = {}
     covers: dict[str, float] = {}
     peaks: dict[str, float] = {}
-    energy = 0.0
+    energy = energy_s = 0.0
     energy_seen = False
     duration = covered = 0.0
     for source, starts, ends in windows:
@@ -440,9 +459,10 @@ def _aggregate(windows: Sequence[tuple[_Sources, Any, Any]]) -> Counters:
                 covers[metric] = covers.get(metric, 0.0) + float(np.sum(columns[f"{metric}:covered"]))
             elif name in ("memory_used_bytes", "host_memory_used_bytes") and np.any(~np.isnan(column)):
                 peaks[name] = max(peaks.get(name, 0.0), float(np.nanmax(column)))
-        finite = columns["energy"][~np.isnan(columns["energy"])]
-        if len(finite):
-            energy += float(np.sum(finite))
+        known = ~np.isnan(columns["energy"])
+        if known.any():
+            energy += float(np.sum(columns["energy"][known]))
+            energy_s += float(np.sum(columns["energy_s"][known]))
             energy_seen = True
 
     def summary(metric: str) -> float | None:
@@ -451,7 +471,11 @@ def _aggregate(windows: Sequence[tuple[_Sources, Any, Any]]) -> Counters:
         return areas[metric] / covers[metric] if covers.get(metric, 0.0) > 0 else None
 
     return _counters(
-        summary, duration_s=duration, covered_s=covered, energy_j=energy if energy_seen else None
+        summary,
+        duration_s=duration,
+        covered_s=covered,
+        energy_j=energy if energy_seen else None,
+        energy_s=energy_s,
     )
 
 
@@ -470,6 +494,11 @@ def _join_notes(
         )
     if all(not source.gpu for source in sources.values()):
         notes.append("no GPU counters: no energy or GPU activity for this run (host counters only)")
+    elif any("energy_j" in source.gpu for source in sources.values()):
+        notes.append(
+            "power per bucket and step = the energy counter's increase / the time, per GPU (NVML's "
+            "power reading is a lagging average): power x time = energy"
+        )
     for gpu_id, ranks in _ranks_per_gpu(sources).items():
         if len(ranks) > 1:
             notes.append(f"ranks {ranks} share {gpu_id}: its energy is counted once, split evenly among them")

@@ -219,14 +219,22 @@ def out_of_range(metric: str, value: float) -> str:
     return f"{metric} = {value:g} is outside its range {low:g}{upper} {spec.unit}"
 
 
-# NVML clocks event reasons that slow a busy GPU down (nvml.h); idle, application
-# clocks, sync boost and display clocks are not a loss.
-THROTTLE_BITS: Final[dict[int, str]] = {
+# NVML clocks event reasons (nvml.h, nvmlClocksEventReason*), by bit.
+CLOCK_EVENT_BITS: Final[dict[int, str]] = {
+    0x1: "GPU idle",
+    0x2: "applications clocks setting",
     0x4: "SW power cap",
     0x8: "HW slowdown",
+    0x10: "sync boost",
     0x20: "SW thermal slowdown",
     0x40: "HW thermal slowdown",
     0x80: "HW power brake",
+    0x100: "display clock setting",
+}
+# Those that slow a busy GPU down; idle, application clocks, sync boost and display clocks are
+# not a loss.
+THROTTLE_BITS: Final[dict[int, str]] = {
+    bit: name for bit, name in CLOCK_EVENT_BITS.items() if bit in (0x4, 0x8, 0x20, 0x40, 0x80)
 }
 
 
@@ -237,3 +245,13 @@ def throttle_names(mask: int) -> tuple[str, ...]:
     ('SW power cap', 'HW thermal slowdown')
     """
     return tuple(name for bit, name in THROTTLE_BITS.items() if mask & bit)
+
+
+def named_bits(mask: int) -> tuple[tuple[int, str], ...]:
+    """Each bit set in an NVML clocks event reasons bitmask with its name (a bit without one: hex).
+
+    >>> named_bits(0x5 | 0x1000)
+    ((1, 'GPU idle'), (4, 'SW power cap'), (4096, '0x1000'))
+    """
+    bits = [1 << place for place in range(max(mask, 0).bit_length()) if mask >> place & 1]
+    return tuple((bit, CLOCK_EVENT_BITS.get(bit, f"0x{bit:x}")) for bit in bits)

@@ -46,7 +46,7 @@ from lightspeed.monitor.dcgm import DcgmBackend
 from lightspeed.monitor.findings import Diagnosis, Thresholds
 from lightspeed.monitor.host import HostBackend
 from lightspeed.monitor.join import CounterLedger, join_counters
-from lightspeed.monitor.metrics import METRICS
+from lightspeed.monitor.metrics import METRICS, THROTTLE_BITS, named_bits
 from lightspeed.monitor.nvml import NvmlBackend
 from lightspeed.monitor.rules import diagnose
 from lightspeed.monitor.sampler import Monitor
@@ -89,7 +89,10 @@ class MetricSummary(Record):
     the joins), ``minimum``, ``maximum`` and ``last``. A cumulative ``counter`` (the energy
     counter) has its ``increase`` over the capture (a drop is a reset: counting goes on from zero)
     and its ``last`` reading. A ``bitmask`` (clock event reasons) has ``bits_set`` (every bit set
-    in any sample), ``set_ratio`` (the share of the time with any bit set) and its ``last`` mask.
+    in any sample), ``set_ratio`` (the share of the time with a bit set that slows a busy GPU,
+    :data:`~lightspeed.monitor.metrics.THROTTLE_BITS`: not GPU idle, application clocks, sync
+    boost or display clock), ``bit_ratios`` (each bit set at some time, by its NVML name: the share
+    of the time it was set) and its ``last`` mask.
     A ``last`` kind (the last XID error) has its ``last`` value only.
     """
 
@@ -105,6 +108,7 @@ class MetricSummary(Record):
     increase: float | None = None
     bits_set: int | None = None
     set_ratio: float | None = None
+    bit_ratios: dict[str, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -578,12 +582,13 @@ def _summary(
     if kind == "counter":
         return replace(summary, increase=_increase(capture.times_s[valid], finite, capture.interval_s))
     if kind == "bitmask":
-        masks = finite.astype(np.int64)
-        held = np.where(valid, (values != 0).astype(np.float64), np.nan)
+        bits_set = int(np.bitwise_or.reduce(finite.astype(np.int64)))
+        slowing = sum(THROTTLE_BITS) if metric == "clock_event_reasons" else -1  # -1: every bit
         return replace(
             summary,
-            bits_set=int(np.bitwise_or.reduce(masks)),
-            set_ratio=_time_weighted_mean(capture, held),
+            bits_set=bits_set,
+            set_ratio=_share_set(capture, values, slowing),
+            bit_ratios={name: _share_set(capture, values, bit) for bit, name in named_bits(bits_set)},
         )
     if kind == "last":
         return summary
@@ -593,6 +598,13 @@ def _summary(
         minimum=_finite(np.min(finite)),
         maximum=_finite(np.max(finite)),
     )
+
+
+def _share_set(capture: Capture, values: Any, bits: int) -> float | None:
+    """The share of the time a bitmask had any of ``bits`` set (time-weighted, as the means)."""
+    valid = ~np.isnan(values)
+    masks = np.where(valid, values, 0).astype(np.int64)
+    return _time_weighted_mean(capture, np.where(valid, ((masks & bits) != 0).astype(np.float64), np.nan))
 
 
 def _time_weighted_mean(capture: Capture, values: Any) -> float | None:

@@ -101,6 +101,15 @@ class Series:
         rise = np.interp(high, times, values) - np.interp(low, times, values)
         return np.where(high > low, rise, np.where(np.asarray(ends) > np.asarray(starts), np.nan, 0.0))
 
+    def counter_span(self, starts: FloatArray, ends: FloatArray) -> FloatArray:
+        """For a cumulative counter: the seconds of each window between its first and last reading,
+        the time :meth:`increase` measures (0 with fewer than two readings)."""
+        times = self._times
+        if len(times) < 2:
+            return np.zeros(len(starts))
+        low = np.clip(starts, times[0], times[-1])
+        return np.maximum(np.clip(ends, times[0], times[-1]), low) - low
+
     def reset_times(self) -> FloatArray:
         """For a cumulative counter: the sample times at which it read less than before (it restarted)."""
         values = self._values

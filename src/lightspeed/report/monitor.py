@@ -259,7 +259,8 @@ def _summary_mean(summary: MetricSummary) -> str:
 
 SUMMARY_CAPTION: Final = (
     "mean: time-weighted; a cumulative counter (energy) shows its increase over the capture (+), "
-    "a bitmask (clock event reasons) every bit set and the share of the time with any set"
+    "a bitmask (clock event reasons) every bit set and the share of the time a reason that slows a "
+    "busy GPU was set (not GPU idle)"
 )
 
 

@@ -91,10 +91,12 @@ def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _name(name: str, full: bool) -> str:
+def _name(name: str, full: bool, short: str = "") -> str:
+    """A kernel's name as a table shows it: whole with ``--full-names``, else its ``short`` label
+    (kept apart from other kernels' by the analysis), else shortened here."""
     from lightspeed.trace.kernels import shorten_name  # loaded by the tables that show kernel names
 
-    return _escape(name if full else shorten_name(name))
+    return _escape(name if full else short or shorten_name(name))
 
 
 def _caption(partial: bool, notes: Sequence[str], extra: str = "") -> str | None:
@@ -371,7 +373,7 @@ def render_trace_kernels(
             (
                 "all" if k.rank is None else str(k.rank),
                 k.kind,
-                _name(k.name, full_names),
+                _name(k.name, full_names, k.short_name),
                 str(k.count),
                 _time(k.total_s),
                 _pct(k.share_of_kind_pct),
@@ -610,7 +612,9 @@ def render_trace_diff(diff: TraceDiff, *, full_names: bool = False, console: Con
         ),
         [
             (
-                _name(row.metric, full_names) if row.kind.startswith("kernel") else row.metric,
+                _name(row.metric, full_names, row.short_name)
+                if row.kind.startswith("kernel")
+                else row.metric,
                 row.kind,
                 f"{row.num_a}/{row.num_b}",
                 _time(row.median_a_s),

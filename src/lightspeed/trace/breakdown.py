@@ -23,7 +23,14 @@ import numpy as np
 from lightspeed.catalog import Accelerator, Catalog, load_catalog
 from lightspeed.errors import TraceError, UnsupportedError, UserInputError
 from lightspeed.records import Record
-from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events, step_start
+from lightspeed.trace.gpu import (
+    GpuEvents,
+    devices_note,
+    dropped_step,
+    duplicates_note,
+    gpu_events,
+    step_start,
+)
 from lightspeed.trace.intervals import measure, overlap_measure, sweep_states, union, union_measures
 from lightspeed.trace.kinds import COMMUNICATION, COMPUTATION, KIND_NAMES, MEMORY
 from lightspeed.trace.model import RankTrace, Trace
@@ -188,9 +195,8 @@ def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> R
         return _empty_summary(rank, accelerator, tuple(notes))
     if accelerator is None:
         notes.append(f"rank {rank.rank}: no SOL for {rank.device_name or 'an unnamed device'}")
-    several = devices_note(rank)
-    if several is not None:
-        notes.append(several)
+    found = (devices_note(rank), duplicates_note(events))
+    notes.extend(note for note in found if note is not None)
     all_union = union(events.start_ns, events.end_ns)
     span = int(all_union[1][-1] - all_union[0][0])
     idle = span - measure(*all_union)

@@ -24,6 +24,7 @@ from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, summarize
 from lightspeed.trace.effect_sizes import MannWhitney, benjamini_hochberg, mann_whitney_u
 from lightspeed.trace.gpu import dropped_step, gpu_events
+from lightspeed.trace.kernels import distinct_short_names, short_names_note
 from lightspeed.trace.kinds import KIND_NAMES
 from lightspeed.trace.model import Trace
 
@@ -38,7 +39,9 @@ STEP_METRICS: Final = (
 
 @dataclass(frozen=True)
 class DiffRow(Record):
-    """One metric compared between A and B (per-step samples, seconds)."""
+    """One metric compared between A and B (per-step samples, seconds); ``short_name`` is the
+    metric, or for a kernel a short name no other kernel of the diff shares; ``p_method`` how the
+    p-value was found (``exact`` or ``asymptotic``: :func:`~lightspeed.trace.effect_sizes.mann_whitney_u`)."""
 
     metric: str
     kind: str
@@ -52,6 +55,8 @@ class DiffRow(Record):
     p_value: float
     q_value: float
     verdict: str
+    short_name: str = ""
+    p_method: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,16 +97,18 @@ def diff_traces(
         )
     tests = [mann_whitney_u(a, b) for _, _, a, b in metrics]
     q_values = benjamini_hochberg([t.p_value for t in tests])
+    labels = distinct_short_names([name for name, _ in kernels])
     rows = tuple(
-        _row(label, kind, a, b, test=test, q_value=q, alpha=alpha)
+        _row(label, kind, a, b, test=test, q_value=q, alpha=alpha, short_name=labels.get(label, label))
         for (label, kind, a, b), test, q in zip(metrics, tests, q_values, strict=True)
     )
+    shortened = short_names_note(labels)
     return TraceDiff(
         rows=rows,
         alpha=alpha,
         num_samples_a=samples_a.count,
         num_samples_b=samples_b.count,
-        notes=tuple(dict.fromkeys(trace_a.notes + trace_b.notes)),
+        notes=tuple(dict.fromkeys(trace_a.notes + trace_b.notes + ((shortened,) if shortened else ()))),
     )
 
 
@@ -175,7 +182,15 @@ def _top_kernel_names(
 
 
 def _row(
-    metric: str, kind: str, a: np.ndarray, b: np.ndarray, *, test: MannWhitney, q_value: float, alpha: float
+    metric: str,
+    kind: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    test: MannWhitney,
+    q_value: float,
+    alpha: float,
+    short_name: str,
 ) -> DiffRow:
     median_a = float(np.median(a)) if a.size else math.nan
     median_b = float(np.median(b)) if b.size else math.nan
@@ -192,14 +207,24 @@ def _row(
         effect_size=test.rank_biserial,
         p_value=test.p_value,
         q_value=q_value,
-        verdict=_verdict(a.size, b.size, q_value, test.shift, alpha),
+        verdict=_verdict(a, b, q_value, test.shift, alpha),
+        short_name=short_name,
+        p_method=test.method,
     )
 
 
-def _verdict(num_a: int, num_b: int, q_value: float, shift: float, alpha: float) -> str:
-    # the smallest two-sided p-value any arrangement of these sample sizes can give
-    if num_a == 0 or num_b == 0 or 2.0 / math.comb(num_a + num_b, num_a) >= alpha:
+def _verdict(a: np.ndarray, b: np.ndarray, q_value: float, shift: float, alpha: float) -> str:
+    if a.size == 0 or b.size == 0 or _smallest_p(a, b) >= alpha:
         return "too few steps"
     if not math.isfinite(q_value) or q_value >= alpha or shift == 0:
         return "no significant change"
     return "slower" if shift > 0 else "faster"
+
+
+def _smallest_p(a: np.ndarray, b: np.ndarray) -> float:
+    """The smallest two-sided p any arrangement of these sample sizes can give: 2 / C(n_a + n_b,
+    n_a) without ties (the two most extreme splits); with ties the exact test
+    (:func:`~lightspeed.trace.effect_sizes.exact_tied_p_value`) can leave one split alone at the
+    extreme, so 1 / C(n_a + n_b, n_a)."""
+    tied = np.unique(np.concatenate((a, b))).size < a.size + b.size
+    return (1.0 if tied else 2.0) / math.comb(a.size + b.size, a.size)

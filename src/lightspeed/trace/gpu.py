@@ -11,10 +11,15 @@ on every rank that has that step, only GPU events launched before it began
 are kept (an event without a launch by its own start), unless
 ``include_last_step``. A rank that lacks that step (it recorded fewer steps)
 keeps all of its steps.
+
+Exact duplicate rows (same name, stream, start and end: one event written
+twice, which a CUDA stream cannot run) are counted once; ``num_duplicates``
+says how many were left out and :func:`duplicates_note` says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -60,6 +65,7 @@ class GpuEvents:
     launch: I64
     step: I64
     last_step_excluded: bool
+    num_duplicates: int = 0  # exact repeats (name, stream, start, end) left out
 
     @property
     def size(self) -> int:
@@ -79,6 +85,7 @@ class GpuEvents:
             launch=self.launch[mask],
             step=self.step[mask],
             last_step_excluded=self.last_step_excluded,
+            num_duplicates=self.num_duplicates,
         )
 
 
@@ -137,10 +144,15 @@ def gpu_rows(rank: RankTrace, *, launched_before: int | None = None) -> GpuRows:
 
 def gpu_events(rank: RankTrace, *, dropped_step: int | None) -> GpuEvents:
     """The GPU events of ``rank``, without those launched in or after its step ``dropped_step``
-    (see :func:`dropped_step`; all of them when the rank has no step of that number)."""
+    (see :func:`dropped_step`; all of them when the rank has no step of that number) and without
+    exact duplicates (:func:`duplicate_rows`: counted once, ``num_duplicates`` left out)."""
     table = rank.events
     cutoff = step_start(rank.steps, dropped_step)
     found = gpu_rows(rank, launched_before=cutoff)
+    repeated = duplicate_rows(found.start_ns, found.duration_ns, found.stream, found.name_id)
+    num_duplicates = int(repeated.sum())
+    if num_duplicates:
+        found = found.subset(~repeated)
     return GpuEvents(
         rank=rank.rank,
         row=found.row,
@@ -152,6 +164,65 @@ def gpu_events(rank: RankTrace, *, dropped_step: int | None) -> GpuEvents:
         launch=found.launch,
         step=step_of(rank.steps, found.launched_ns),
         last_step_excluded=cutoff is not None,
+        num_duplicates=num_duplicates,
+    )
+
+
+def duplicate_rows(
+    start_ns: I64, duration_ns: I64, stream: I64, name_id: npt.NDArray[np.int32]
+) -> npt.NDArray[np.bool_]:
+    """Which events repeat an earlier one exactly (same start, duration, stream and name); the
+    first of each set is kept. Only events that share a start with another are sorted by all four,
+    so a trace without shared starts costs a sort of its starts (none when they are in order).
+
+    >>> duplicate_rows(np.array([5, 0, 5, 5]), np.array([2, 1, 2, 2]), np.array([7, 7, 7, 8]),
+    ...                np.array([1, 1, 1, 1], dtype=np.int32)).tolist()
+    [False, False, True, False]
+    """
+    repeated = np.zeros(start_ns.size, dtype=bool)
+    if start_ns.size < 2:
+        return repeated
+    by_start = start_ns if is_sorted(start_ns) else np.sort(start_ns)  # values only: no argsort
+    same = by_start[1:] == by_start[:-1]
+    if not same.any():
+        return repeated
+    shared = by_start[1:][same]  # in order: a start two or more events share, once per repeat
+    tied = shared[np.r_[True, shared[1:] != shared[:-1]]]
+    if tied.size * 16 < start_ns.size:  # few: look up the events that have one
+        position = np.minimum(np.searchsorted(tied, start_ns), tied.size - 1)
+        candidates = np.flatnonzero(tied[position] == start_ns)
+    else:  # many (whole-microsecond starts on many streams): every event is one
+        candidates = np.arange(start_ns.size)
+    keys = [key[candidates] for key in (start_ns, duration_ns, stream, name_id)]
+    # one sort of a hash of the four keys (stable: the earliest row of a set comes first); equal
+    # rows hash alike, and each is checked against the row before it, so a collision only
+    # leaves a repeat in, never takes a different row out
+    order = np.argsort(_mixed(keys), kind="stable")
+    same_as_before = np.ones(order.size - 1, dtype=bool)
+    for key in keys:
+        in_order = key[order]
+        same_as_before &= in_order[1:] == in_order[:-1]
+    repeated[candidates[order[1:][same_as_before]]] = True
+    return repeated
+
+
+def _mixed(keys: Sequence[npt.NDArray[np.integer]]) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash of each row of ``keys`` (multiply-xorshift; wraps around by design)."""
+    mixed = np.zeros(keys[0].size, dtype=np.uint64)
+    for key in keys:
+        mixed ^= key.astype(np.uint64)
+        mixed *= np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= mixed >> np.uint64(29)
+    return mixed
+
+
+def duplicates_note(events: GpuEvents) -> str | None:
+    """A note when exact duplicate GPU events were left out (:func:`duplicate_rows`)."""
+    if not events.num_duplicates:
+        return None
+    return (
+        f"rank {events.rank}: {events.num_duplicates} GPU event(s) repeat another exactly (same name, "
+        "stream, start and end: a row written twice) and are counted once"
     )
 
 

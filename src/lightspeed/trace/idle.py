@@ -8,10 +8,17 @@ A gap before a GPU event is
   ``kernel_wait_threshold_s`` (back-to-back launch overhead);
 - **other** otherwise (e.g. waiting on an event from another stream).
 
-Two views: per stream, exactly as HTA's ``get_idle_time_breakdown`` (gaps
-between consecutive events of one stream), and per rank over the whole GPU
-(gaps in the union of all streams), whose three parts add up to the idle
-time of :func:`lightspeed.trace.summarize`.
+Two views: per stream, as HTA's ``get_idle_time_breakdown`` (gaps between
+consecutive events of one stream), and per rank over the whole GPU (gaps in
+the union of all streams), whose three parts add up to the idle time of
+:func:`lightspeed.trace.summarize`.
+
+A CUDA stream runs its work in order, one item after another, so events that
+overlap on one stream (an event nested in an earlier one; exact duplicate
+rows are already left out by :func:`~lightspeed.trace.gpu.gpu_events`) come
+from the trace, not the GPU: a stream's gap is measured from the latest end
+seen so far on it, so an overlapping event adds no gap (never a negative
+one), and a note counts them.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import numpy as np
 
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events, whole_ns
-from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, gpu_events
+from lightspeed.trace.gpu import GpuEvents, devices_note, dropped_step, duplicates_note, gpu_events
 from lightspeed.trace.intervals import union
 from lightspeed.trace.model import RankTrace, Trace
 from lightspeed.trace.table import I64
@@ -83,11 +90,11 @@ def idle_breakdown(
         if events.size == 0:
             notes.append(f"rank {rank.rank}: no GPU events")
             continue
-        several = devices_note(rank)
-        if several is not None:
-            notes.append(several)
+        rank_streams, num_overlapping = _per_stream(rank, events, threshold_ns)
+        found = (devices_note(rank), duplicates_note(events), _overlap_note(rank.rank, num_overlapping))
+        notes.extend(note for note in found if note is not None)
         ranks.append(_whole_gpu(rank, events, threshold_ns))
-        streams.extend(_per_stream(rank, events, threshold_ns))
+        streams.extend(rank_streams)
     return IdleReport(
         ranks=tuple(ranks),
         streams=tuple(streams),
@@ -141,24 +148,38 @@ def _whole_gpu(rank: RankTrace, events: GpuEvents, threshold_ns: int) -> IdleSpl
     )
 
 
-def _per_stream(rank: RankTrace, events: GpuEvents, threshold_ns: int) -> list[IdleSplit]:
-    """HTA's per-stream view: the gap before each event since the previous event of its stream."""
+def _per_stream(rank: RankTrace, events: GpuEvents, threshold_ns: int) -> tuple[list[IdleSplit], int]:
+    """HTA's per-stream view: the gap before each event since the latest end of the earlier events
+    of its stream; with the number of events that overlap an earlier one (they end no gap)."""
     launches_all = _launch_start(rank, events)
     rows: list[IdleSplit] = []
+    num_overlapping = 0
     for stream in np.unique(events.stream).tolist():
         chosen = np.flatnonzero(events.stream == stream)
         order = chosen[np.argsort(events.start_ns[chosen], kind="stable")]
-        previous_end = events.end_ns[order][:-1]
+        latest_end = np.maximum.accumulate(events.end_ns[order])[:-1]
         following = order[1:]
-        gaps = events.start_ns[following] - previous_end
+        gaps = events.start_ns[following] - latest_end
+        gap = gaps >= 0
+        num_overlapping += int(gap.size - np.count_nonzero(gap))
         rows.append(
             _split(
                 rank.rank,
                 int(stream),
-                gaps,
-                gap_starts=previous_end,
-                launches=launches_all[following],
+                gaps[gap],
+                gap_starts=latest_end[gap],
+                launches=launches_all[following[gap]],
                 threshold_ns=threshold_ns,
             )
         )
-    return rows
+    return rows, num_overlapping
+
+
+def _overlap_note(rank: int, num_overlapping: int) -> str | None:
+    if not num_overlapping:
+        return None
+    return (
+        f"rank {rank}: {num_overlapping} GPU event(s) start before an earlier event on the same CUDA "
+        "stream has ended, which a stream cannot run (nested or repeated rows in the trace): their "
+        "stream's gaps are measured from the latest end so far, so they add no idle time"
+    )

@@ -1,29 +1,35 @@
 """Top GPU kernels by total time, per kind, with count, min, median and max.
 
 Kernels are grouped by exact name; with ``per_rank=False`` the ranks are
-pooled. Names are the trace's own (long C++ signatures): shorten them for
-display with :func:`shorten_name`.
+pooled. Names are the trace's own (long C++ signatures); each row also
+carries ``short_name``, HTA's short name (:func:`shorten_name`) made
+distinct among the report's kernels (:func:`distinct_short_names`: CUTLASS
+wraps every GEMM in ``cutlass::Kernel<...>``, so three GEMMs share one short
+name).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from lightspeed.errors import UserInputError
 from lightspeed.records import Record
 from lightspeed.trace.breakdown import NS, require_gpu_events
-from lightspeed.trace.gpu import GpuEvents, dropped_step, gpu_events
+from lightspeed.trace.gpu import GpuEvents, dropped_step, duplicates_note, gpu_events
 from lightspeed.trace.kinds import KIND_NAMES
 from lightspeed.trace.model import RankTrace, Trace
 
 
 @dataclass(frozen=True)
 class KernelStats(Record):
-    """Durations of one kernel name on one rank (``rank`` None: all ranks pooled)."""
+    """Durations of one kernel name on one rank (``rank`` None: all ranks pooled); ``short_name``
+    is a short form of ``name`` that no other kernel of the report shares."""
 
     rank: int | None
     kind: str
@@ -35,6 +41,7 @@ class KernelStats(Record):
     median_s: float
     max_s: float
     share_of_kind_pct: float
+    short_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,8 +88,13 @@ def top_kernels(
                 )
         else:
             rows.extend(_pooled(per_rank_events, code, kind, top))
+    labels = distinct_short_names([row.name for row in rows])
+    found = (*(duplicates_note(events) for _, events in per_rank_events), short_names_note(labels))
     return KernelReport(
-        kernels=tuple(rows), top=top, last_step_excluded=dropped is not None, notes=trace.notes
+        kernels=tuple(replace(row, short_name=labels[row.name]) for row in rows),
+        top=top,
+        last_step_excluded=dropped is not None,
+        notes=trace.notes + tuple(note for note in found if note is not None),
     )
 
 
@@ -162,3 +174,62 @@ def shorten_name(name: str) -> str:
         if stack:
             stack.pop()
     return "".join(stack).split(" ")[-1]
+
+
+def distinct_short_names(names: Sequence[str]) -> dict[str, str]:
+    """For each distinct name, a short label no other of ``names`` has: its :func:`shorten_name`;
+    where several names share that, the name with its template arguments (:func:`templated_name`);
+    where those are alike too, that numbered ``#1``, ``#2`` in the order of ``names``.
+
+    >>> labels = distinct_short_names(["void k<1>(int)", "void k<2>(int)", "void k<2>(float)", "m(int)"])
+    >>> list(labels.values())
+    ['k<1>', 'k<2> #1', 'k<2> #2', 'm']
+    """
+    distinct = list(dict.fromkeys(names))
+    short = {name: shorten_name(name) for name in distinct}
+    shared = Counter(short.values())
+    labels = {name: templated_name(name) if shared[short[name]] > 1 else short[name] for name in distinct}
+    repeated = Counter(labels.values())
+    seen: Counter[str] = Counter()
+    for name in distinct:
+        label = labels[name]
+        if repeated[label] > 1:
+            seen[label] += 1
+            labels[name] = f"{label} #{seen[label]}"
+    return labels
+
+
+def short_names_note(labels: dict[str, str]) -> str | None:
+    """A note when some kernels' short names had to be lengthened or numbered to tell them apart."""
+    changed = sum(1 for name, label in labels.items() if label != shorten_name(name))
+    if not changed:
+        return None
+    return (
+        f"{changed} kernel(s) share a short name with another: shown with their template arguments "
+        "or numbered (#1, #2); --full-names shows whole names"
+    )
+
+
+def templated_name(name: str) -> str:
+    """A kernel name without its return type and parameter list (its last top-level ``(...)``),
+    template arguments kept.
+
+    >>> templated_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_nt>(Params)")
+    'cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_nt>'
+    >>> templated_name("void at::(anonymous namespace)::fill<float>(int, float)")
+    'at::(anonymous namespace)::fill<float>'
+    """
+    depth = 0
+    cut = len(name)
+    spaces: list[int] = []
+    for index, character in enumerate(name):
+        if character in "<(":
+            if depth == 0 and character == "(":
+                cut = index
+            depth += 1
+        elif character in ">)" and depth > 0 and name[index - 1 : index + 1] != "->":
+            depth -= 1
+        elif character == " " and depth == 0:
+            spaces.append(index)
+    begin = max((index + 1 for index in spaces if index < cut), default=0)
+    return name[begin:cut].strip() or name

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lightspeed.errors import UserInputError
-from lightspeed.trace.io.kineto_schema import EVENTS_DECODER, Event, EventArgs
+from lightspeed.trace.io.kineto_schema import Event, EventArgs, decode_events
 from lightspeed.trace.table import F64, GPU_CATEGORIES, I64
 
 _LOG = logging.getLogger(__name__)
@@ -162,8 +162,7 @@ def decode_chunk(blob: bytes) -> ChunkColumns:
             return ScannedChunk(blob, scanner.scan(blob))
         except ValueError as error:
             _LOG.debug("chunk decoded by msgspec: the scanner stopped (%s)", error)
-    events: list[Event] = EVENTS_DECODER.decode(blob)
-    return DecodedChunk(events)
+    return DecodedChunk(decode_events(blob))
 
 
 # --- from the compiled scanner -------------------------------------------------------------------

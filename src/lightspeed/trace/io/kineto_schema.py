@@ -4,14 +4,18 @@ msgspec decodes straight into these structs and skips every other field
 without building it, which keeps decoding fast and lean. Types are as loose
 as real traces are (ROCm writes some streams as hex strings, some tools write
 string thread ids); anything else is reported by msgspec with its JSON path.
+An ``args`` value of ``null`` reads as absent (a newer profiler may write
+one): a chunk holding one is decoded again by a decoder that allows it
+(:func:`decode_events`), so the usual chunk pays nothing for it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import msgspec
+from msgspec.structs import force_setattr
 
 
 class EventArgs(msgspec.Struct, frozen=True, gc=False):
@@ -76,7 +80,72 @@ class TraceTail(msgspec.Struct):
     traceEvents: list[Event] = []  # noqa: N815 - msgspec copies mutable defaults
 
 
+class _NullableArgs(EventArgs, frozen=True, gc=False):
+    """:class:`EventArgs` where ``null`` reads as the field's absent value."""
+
+    stream: int | str | None = -1  # type: ignore[assignment]
+    correlation: int | None = -1  # type: ignore[assignment]
+    device: int | None = -1  # type: ignore[assignment]
+    flops: int | float | None = 0  # type: ignore[assignment]
+    collective: str | None = msgspec.field(default="", name="Collective name")  # type: ignore[assignment]
+    in_elements: int | None = msgspec.field(default=-1, name="In msg nelems")  # type: ignore[assignment]
+    out_elements: int | None = msgspec.field(default=-1, name="Out msg nelems")  # type: ignore[assignment]
+    group_size: int | None = msgspec.field(default=-1, name="Group size")  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name, absent in _ABSENT.items():
+            if getattr(self, name) is None:
+                force_setattr(self, name, absent)
+
+
+_ABSENT = {
+    field.name: field.default
+    for field in msgspec.structs.fields(EventArgs)
+    if field.name not in ("dtype", "input_dims", "input_type")
+}
+
+
+class _NullableEvent(Event, gc=False):
+    args: _NullableArgs = _NullableArgs()
+
+
+class _NullableTail(TraceTail):
+    traceEvents: list[_NullableEvent] = []  # type: ignore[assignment]  # noqa: N815
+
+
 EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 DOCUMENT_DECODER = msgspec.json.Decoder(TraceDocument | list[msgspec.Raw])
 DIMS_DECODER = msgspec.json.Decoder(list[Any])
+_NULLABLE_EVENTS_DECODER = msgspec.json.Decoder(list[_NullableEvent])
+_TAIL_DECODER = msgspec.json.Decoder(TraceTail)
+_NULLABLE_TAIL_DECODER = msgspec.json.Decoder(_NullableTail)
+
+
+def decode_events(blob: bytes) -> list[Event]:
+    """A JSON array of events; an ``args`` value of ``null`` reads as absent (errors: msgspec's)."""
+    try:
+        events: list[Event] = EVENTS_DECODER.decode(blob)
+    except msgspec.ValidationError as error:
+        if not _null_in_args(error):
+            raise
+        events = cast("list[Event]", _NULLABLE_EVENTS_DECODER.decode(blob))  # a subtype of Event
+    return events
+
+
+def decode_tail(blob: bytes) -> TraceTail:
+    """The end of a trace (its last events, the keys after them), ``null`` args as absent."""
+    try:
+        tail: TraceTail = _TAIL_DECODER.decode(blob)
+    except msgspec.ValidationError as error:
+        if not _null_in_args(error):
+            raise
+        tail = _NULLABLE_TAIL_DECODER.decode(blob)
+    return tail
+
+
+def _null_in_args(error: msgspec.ValidationError) -> bool:
+    message = str(error)
+    return "got `null`" in message and ".args." in message
+
+
 TYPES_DECODER = msgspec.json.Decoder(list[str | None])

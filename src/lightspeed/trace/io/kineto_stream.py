@@ -39,9 +39,10 @@ from lightspeed.trace.io.kineto_metadata import trace_metadata
 from lightspeed.trace.io.kineto_schema import (
     DOCUMENT_DECODER,
     EVENTS_DECODER,
-    Event,
     TraceDocument,
     TraceTail,
+    decode_events,
+    decode_tail,
 )
 from lightspeed.trace.io.source import DEFAULT_MAX_BYTES, trace_blocks
 
@@ -309,9 +310,9 @@ class EventStream:
         rest = memoryview(self._buffer)[cursor:]
         try:
             if self._array_format:
-                events: list[Event] = EVENTS_DECODER.decode(b"".join((opening, rest)))
+                events = decode_events(b"".join((opening, rest)))
             else:
-                tail = _TAIL_DECODER.decode(b"".join((opening, rest)))
+                tail = decode_tail(b"".join((opening, rest)))
                 events = tail.traceEvents
         except msgspec.ValidationError as error:  # first: a ValidationError is a DecodeError too
             raise _event_error(self.path, error, self._index) from None
@@ -383,4 +384,10 @@ def _event_error(path: Path, error: msgspec.ValidationError, first_index: int) -
     match = _JSON_PATH_INDEX.search(message)
     where = f"traceEvents[{first_index + int(match.group(1))}]{match.group(2)}" if match else "traceEvents"
     problem = message.split(" - at ", maxsplit=1)[0]
-    return TraceError(path, f"unexpected event ({problem})", field=where)
+    return TraceError(
+        path,
+        f"unexpected event ({problem})",
+        field=where,
+        fix="no profiler writes that type there: export the trace again, or delete or correct that "
+        "field (--skip-bad-events leaves out impossible times, not events that cannot be read)",
+    )
