@@ -633,6 +633,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ReportInputs",
         "ReportSection",
         "build_sections",
+        "check_roofline_plot",
         "checkpoint_plan_figure",
         "cost_section",
         "delayed_progress",

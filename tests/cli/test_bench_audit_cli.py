@@ -168,7 +168,7 @@ def test_plot_is_refused_for_a_suite_without_a_roofline(run_cli, monkeypatch: py
     assert "gemm and membw" in refused.err
 
 
-def test_a_repeated_dtype_runs_once(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_repeated_dtype_is_refused_before_any_run(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     asked: list[list[str]] = []
 
@@ -177,7 +177,7 @@ def test_a_repeated_dtype_runs_once(run_cli, monkeypatch: pytest.MonkeyPatch) ->
         return []
 
     monkeypatch.setattr(cli_bench, "run_gemm", fake_gemm)
-    assert (
-        run_cli("bench", "gemm", "--quick", "--no-save", "--dtype", "fp32,bf16", "--dtype", "FP32").code == 0
-    )
-    assert asked == [["fp32", "bf16"]]
+    result = run_cli("bench", "gemm", "--quick", "--no-save", "--dtype", "fp32,bf16", "--dtype", "FP32")
+    assert result.code == 2
+    assert "FP32 is given twice; name each once" in result.err
+    assert asked == []

@@ -194,20 +194,30 @@ def gemm_bytes(shape: GemmShape, precision: str) -> float:
 
 
 _ELEMENT_BYTES: Final = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0}
+# GEMM dtypes a CPU has no kernel of its own for, and why: tf32 is a GPU tensor-core mode, and
+# torch's CPU build runs fp8 (torch._scaled_mm) as emulation, 1.3 s for one 256^3 multiply and
+# 10.6 s at 512^3 on the 2-core dev VM (hours for a --quick sweep), which the small probe of
+# check_dtype would pass
+_CPU_REFUSED_DTYPES: Final = {
+    "tf32": "tf32 is a GPU tensor-core mode and the CPU has no such mode; use fp32 on the CPU",
+    "fp8": "the CPU has no fp8 GEMM kernel: torch emulates fp8 (seconds for one 256x256 multiply, "
+    "hours for a sweep); use bf16 or fp32 on the CPU, or measure fp8 on a GPU of compute "
+    "capability 8.9 or newer",
+}
 
 
 def check_dtype(torch: ModuleType, device: BenchDevice, precision: str) -> None:
     """Raise :class:`UnsupportedError` when ``device`` cannot multiply in ``precision``.
 
-    Support is probed with a small multiply (torch's CPU build emulates fp8, an
-    old GPU refuses it), after two rules torch does not enforce itself.
+    Support is probed with a small multiply (an old GPU refuses fp8), after rules torch does
+    not enforce itself: a CPU is refused the dtypes it has no kernel for
+    (:data:`_CPU_REFUSED_DTYPES`: tf32, and fp8, which torch's CPU build emulates far too slowly
+    to sweep), a GPU below compute capability 8.9 fp8.
     """
     if precision not in GEMM_DTYPES:
         raise UserInputError(f"unsupported GEMM dtype {precision!r}; use one of {', '.join(GEMM_DTYPES)}")
-    if precision == "tf32" and not device.is_gpu:
-        raise UnsupportedError(
-            "tf32 is a GPU tensor-core mode and the CPU has no such mode; use fp32 on the CPU"
-        )
+    if precision in _CPU_REFUSED_DTYPES and not device.is_gpu:
+        raise UnsupportedError(_CPU_REFUSED_DTYPES[precision])
     if precision == "fp8" and device.is_gpu:
         capability = tuple(torch.cuda.get_device_capability(device.index))
         if capability < (8, 9):

@@ -305,7 +305,9 @@ def resolve_scheduler(
     router: str,
     prefill_steps: str | None = None,
 ) -> SchedulerConfig:
-    """The scheduler of the scheduler options."""
+    """The scheduler of the scheduler options (a token budget below the sequence cap refused:
+    :func:`check_token_budget`)."""
+    check_token_budget(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
     return SchedulerConfig(
         max_sequences_per_rank=max_num_seqs,
         max_batched_tokens_per_rank=max_num_batched_tokens,
@@ -314,6 +316,21 @@ def resolve_scheduler(
         preemption=preemption,
         router=router,
         prefill_steps=prefill_steps,
+    )
+
+
+def check_token_budget(*, max_num_seqs: int | None, max_num_batched_tokens: int | None) -> None:
+    """Refuse a token budget below the sequence cap, both given: every running sequence takes at
+    least a token of the budget each step, so the cap could never be reached (vLLM refuses
+    ``max_num_batched_tokens < max_num_seqs`` at start-up, ``vllm/config.py`` SchedulerConfig).
+    A budget below the cap the scheduler picks itself is noted by ``simulate``."""
+    if max_num_seqs is None or max_num_batched_tokens is None or max_num_batched_tokens >= max_num_seqs:
+        return
+    raise UserInputError(
+        f"--max-num-batched-tokens {max_num_batched_tokens:,} is below --max-num-seqs {max_num_seqs:,}: "
+        f"each running sequence takes a token of the budget a step, so at most "
+        f"{max_num_batched_tokens:,} could run (vLLM refuses this); raise --max-num-batched-tokens to "
+        f"at least {max_num_seqs:,}, or lower --max-num-seqs"
     )
 
 
@@ -478,6 +495,7 @@ __all__ = [
     "arrival_options",
     "check_lengths_used",
     "check_slo_text",
+    "check_token_budget",
     "length_options",
     "length_spec_text",
     "resolve_arrivals",

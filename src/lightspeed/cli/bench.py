@@ -34,23 +34,27 @@ from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_records
 from lightspeed.limits import MAX_BYTES
-from lightspeed.report import progress_bar, render_results, save_roofline
+from lightspeed.report import check_roofline_plot, progress_bar, render_results, save_roofline
 from lightspeed.store import open_store
+from lightspeed.units import parse_items
 
 
 def _split(values: Sequence[str], *, flag: str, example: str) -> list[str]:
-    """Comma-separated values of repeated options, lower-cased, each once in first-given order.
+    """Comma-separated values of repeated options, lower-cased, in the order given.
 
     A value that names nothing (empty, blank or only commas) is refused rather than read as the
-    option left out (the default sweep)."""
+    option left out (the default sweep); so are an empty item (``bf16,,fp32``: a stray comma) and a
+    value given twice (``bf16,bf16``, or in two options), as every list option refuses them
+    (:func:`~lightspeed.units.parse_items`)."""
     for value in values:
         if not value.replace(",", "").strip():
             raise UserInputError(
                 f"{flag} {value!r} names nothing; give one or more, e.g. {flag} {example}, "
                 f"or leave {flag} out"
             )
-    parts = [part.strip().lower() for value in values for part in value.split(",") if part.strip()]
-    return list(dict.fromkeys(parts))
+    if not values:
+        return []
+    return [part.lower() for part in parse_items(",".join(values), flag, example=f"{flag} {example}")]
 
 
 PLOTTED_SUITES = ("gemm", "membw")  # the suites with points on a roofline (FLOP/s over FLOP per byte)
@@ -63,7 +67,7 @@ def _run_suite(
     if suite == "gemm":
         dtypes = options["dtypes"] or ["fp32" if not device.is_gpu else "bf16"]
         if "all" in dtypes:
-            dtypes = supported_dtypes(device)
+            dtypes = _all_dtypes(device)
         shapes = options["model_shapes"]  # None: the sweep
         return run_gemm(device=device, sol=sol, dtypes=dtypes, shapes=shapes, quick=quick, progress=progress)
     if suite == "membw":
@@ -75,6 +79,22 @@ def _run_suite(
     if suite == "launch":
         return run_launch(device=device, sol=sol, quick=quick, progress=progress)
     return _run_collectives(device, sol, options, progress)
+
+
+def _all_dtypes(device: BenchDevice) -> list[str]:
+    """``--dtype all``: every dtype ``device`` multiplies natively, saying on stderr which it leaves
+    out (a CPU: tf32, a GPU mode, and fp8, which torch emulates for hours)."""
+    dtypes = supported_dtypes(device)
+    left_out = [dtype for dtype in GEMM_DTYPES if dtype not in dtypes]
+    if left_out:
+        where = device.name or device.kind
+        click.echo(
+            f"lightspeed: note: --dtype all runs {', '.join(dtypes)} on {where}; it leaves out "
+            f"{', '.join(left_out)}, which {where} has no native GEMM for ('--dtype {left_out[-1]}' "
+            "says why)",
+            err=True,
+        )
+    return dtypes
 
 
 def _run_collectives(device: BenchDevice, sol: DeviceSol, options: dict[str, Any], progress: Any) -> Any:
@@ -198,6 +218,8 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
             given_flags("collectives", "sizes", "num_processes", "timeout"),
             "only with the collectives suite",
         )
+    if options["plot_path"] is not None:  # a path the chart cannot go to fails before any timing
+        check_roofline_plot(options["plot_path"])
     options["dtypes"] = _split(options["dtypes"], flag="--dtype", example="fp32,bf16")
     options["collectives"] = _split(options["collectives"], flag="--collective", example="all_reduce")
     # shapes first: a model that does not load or a TP that does not split it fails before any timing
@@ -215,19 +237,20 @@ def command(suite: str, as_json: bool, **options: Any) -> int:
         results = _run_suite(suite, device, sol, options, progress)
     if not results:  # a non-zero torchrun rank: rank 0 reports
         return 0
-    # what was measured is shown first: a store that fails to take it (the disk filled up during
-    # the run) costs the saving, not the minutes of measurements
+    # what was measured is shown first and saved before the plot is drawn: a store that fails to
+    # take it (the disk filled up during the run) costs the saving, and a plot that cannot be
+    # written the plot, never the minutes of measurements
     if as_json:
         print_json(results)
     else:
         render_results(results, title=f"bench {suite}", device_name=device.name)
+    if saves:
+        run_id = _save(results, suite, options["label"])
+        if not as_json:
+            click.echo(f"saved as run {run_id} (lightspeed results show {run_id})")
     if options["plot_path"] is not None:
         precision = results[0].dtype if suite == "gemm" and results[0].dtype else "fp32"
         written = save_roofline(results, sol=sol, precision=precision, title=f"{suite} on {device.name}",
                                 path=options["plot_path"])  # fmt: skip
         click.echo(f"roofline written to {', '.join(str(path) for path in written)}", err=as_json)
-    if saves:
-        run_id = _save(results, suite, options["label"])
-        if not as_json:
-            click.echo(f"saved as run {run_id} (lightspeed results show {run_id})")
     return 0 if all(result.correct for result in results) else 1

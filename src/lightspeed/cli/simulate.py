@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -126,7 +127,11 @@ SIMULATE_TABLE = OptionTable(
 )
 @click.option("--sweep", is_flag=True, help="Latency against load, 10% to 100% of the saturation rate.")
 @click.option(
-    "--plot", "plot_path", type=OutputPath(example="latency.png"), help="Write the latency-load figure."
+    "--plot",
+    "plot_path",
+    type=OutputPath(example="latency.png"),
+    help="Write the latency-load figure of the --sweep, which --plot runs whether or not --sweep is "
+    "given (10% to 100% of the saturation rate, beside the run shown).",
 )
 @click.option("--horizon", "horizon_s", type=SIMULATED_S, help="Stop at this simulated time (e.g. 10min).")
 @scheduler_options
@@ -145,6 +150,8 @@ def command(*, as_json: bool, **values: Any) -> None:
         )
     check_deployment(config)
     _check_workload_options(values)
+    if values["plot_path"] is not None:  # a path the figure cannot go to fails before any run
+        save_latency_load_plot(None, values["plot_path"])
     parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
     assert parts.plan is not None
     slo = resolve_slo(values["slo_spec"])
@@ -158,6 +165,7 @@ def command(*, as_json: bool, **values: Any) -> None:
     )
     longest, what = _longest_request(workload)
     context = check_context(parts.model, longest, what=what)
+    _warn_past_context(context, parts.model, trace=workload.trace is not None)
     deployment = simulated_deployment(
         model=parts.model,
         cluster=parts.cluster,
@@ -167,6 +175,7 @@ def command(*, as_json: bool, **values: Any) -> None:
         serving=config.serving,
         num_gpus=config.num_gpus,
     )
+    _note_token_budget(deployment, values["max_num_batched_tokens"])
     _run(
         deployment,
         workload,
@@ -178,6 +187,48 @@ def command(*, as_json: bool, **values: Any) -> None:
         benchmark=benchmark,
         context=context,
     )
+
+
+def _note_token_budget(deployment: SimulatedDeployment, budget: int | None) -> None:
+    """Say on stderr when a --max-num-batched-tokens given without --max-num-seqs caps the batch
+    below the sequences per rank the scheduler would run (what the KV cache holds, the server's
+    default): where decodes share a step with prompts, every running sequence takes a token of the
+    budget a step (the drafts + 1 under speculation), and a sequence is admitted only while some
+    is left, so at most ceil(budget / tokens each) run (:func:`check_token_budget` refuses a
+    budget below a --max-num-seqs given)."""
+    if budget is None or deployment.scheduler.max_sequences_per_rank is not None:
+        return
+    if deployment.separate_prefill or deployment.plan.disaggregated is not None:
+        return  # decodes run in steps (or on replicas) of their own: the budget is the prompts'
+    cap = deployment.max_sequences_per_rank
+    each = math.ceil(deployment.pool.query_tokens)
+    runs = math.ceil(budget / each)
+    if runs >= cap:
+        return
+    tokens = "a token" if each == 1 else f"{each} tokens (the drafts + 1)"
+    click.echo(
+        f"lightspeed: note: --max-num-batched-tokens {budget:,} caps the batch at {runs:,} "
+        f"sequence{'' if runs == 1 else 's'}"
+        f"{' per micro-batch' if deployment.plan.pp > 1 else ''}, below the {cap:,} per rank the "
+        f"scheduler would run: each running sequence takes {tokens} of it a step (vLLM refuses a "
+        f"budget below max_num_seqs); raise the budget, or give --max-num-seqs {runs:,} to run that batch",
+        err=True,
+    )
+
+
+def _warn_past_context(context: tuple[str, ...], model: Any, *, trace: bool) -> None:
+    """Say on stderr, not only in the run's assumptions, that a request runs past the model's
+    context (:func:`check_context`: a rotary model runs it, quality aside, as a rope-scaled variant
+    would; a learned position table was refused): minutes-long TTFTs follow, and a typo
+    (``--isl 200000``) must not pass as a result."""
+    lengths = "the trace's requests" if trace else "--isl + --osl"
+    for note in context:
+        click.echo(
+            f"lightspeed: warning: {note}: simulated as if {model.name} could run it (a rope-scaled "
+            f"variant would); keep {lengths} within {model.max_seq_len:,} tokens, or pass a model "
+            "file with a longer max_seq_len (--model-config)",
+            err=True,
+        )
 
 
 def _longest_request(workload: ServingWorkload) -> tuple[int, str]:

@@ -14,6 +14,7 @@ from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
     from lightspeed.report.bench import (
+        check_roofline_plot,
         progress_bar,
         render_calibration,
         render_results,
@@ -138,6 +139,7 @@ __all__ = [
     "ReportInputs",
     "ReportSection",
     "build_sections",
+    "check_roofline_plot",
     "checkpoint_plan_figure",
     "cost_section",
     "delayed_progress",

@@ -14,7 +14,14 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
-from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
+from lightspeed.report.plots import (
+    add_legend,
+    check_plot_targets,
+    new_figure,
+    plain_text,
+    plot_paths,
+    save_figure,
+)
 from lightspeed.sol import CalibrationResult, EfficiencyModel
 from lightspeed.units import (
     bytes_per_element,
@@ -336,14 +343,30 @@ def _si_formatter() -> Any:
     return EngFormatter(sep="")
 
 
+_ROOFLINE_FORMATS: Final = ("png", "svg")  # both, whatever the suffix (docs/bench.md)
+
+
 def save_roofline(
     results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str, path: Path
 ) -> list[Path]:
     """Draw :func:`roofline_figure` (one roof per GEMM precision; ``precision`` when none) and
     write it as ``path`` (PNG and SVG)."""
+    stem = _roofline_stem(path)  # a bad path refused before the figure is drawn
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
-    stem, _ = plot_paths(path, name="roofline", default_formats=("png", "svg"))
-    return save_figure(figure, stem, ("png", "svg"))  # both, whatever the suffix (docs/bench.md)
+    return save_figure(figure, stem, _ROOFLINE_FORMATS)
+
+
+def check_roofline_plot(path: Path) -> list[Path]:
+    """The files :func:`save_roofline` would write for ``path``, checked as every ``--plot`` is
+    (:func:`~lightspeed.report.plots.check_plot_targets`: a plot suffix, a folder that exists and
+    takes a new file, no target a folder or read-only), so that ``bench`` refuses a bad path
+    before it measures. Nothing is written."""
+    return check_plot_targets(_roofline_stem(path), _ROOFLINE_FORMATS)
+
+
+def _roofline_stem(path: Path) -> Path:
+    stem, _ = plot_paths(path, name="roofline", default_formats=_ROOFLINE_FORMATS)
+    return stem
 
 
 def _parameter_text(name: str, value: float) -> str:

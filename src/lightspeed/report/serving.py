@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Final
 from lightspeed.records import JsonObject
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
-from lightspeed.report.plots import add_legend, new_figure, plain_text, plot_paths, save_figure
+from lightspeed.report.plots import (
+    add_legend,
+    check_plot_targets,
+    new_figure,
+    plain_text,
+    plot_paths,
+    save_figure,
+)
 from lightspeed.sol.serve.capacity_at_slo import (
     LIMITED_BY_SETTLING,
     LIMITED_BY_THROUGHPUT,
@@ -698,9 +705,14 @@ def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figu
     return figure
 
 
-def save_latency_load_plot(points: Sequence[LoadPoint], path: Path, *, title: str = "") -> list[Path]:
-    """Write the latency-versus-load figure to ``path`` (its suffix picks the format)."""
+def save_latency_load_plot(points: Sequence[LoadPoint] | None, path: Path, *, title: str = "") -> list[Path]:
+    """Write the latency-versus-load figure to ``path`` (its suffix picks the format).
+    ``points=None`` draws nothing: it checks, as every ``--plot`` does
+    (:func:`~lightspeed.report.plots.check_plot_targets`), that the plot can be written there and
+    returns the files it would be, so that ``simulate`` refuses a bad path before it runs."""
     stem, formats = plot_paths(path, name="latency-load", default_formats=("png", "svg"))
+    if points is None:
+        return check_plot_targets(stem, formats)
     return save_figure(latency_load_figure(points, title=title), stem, formats)
 
 

@@ -248,11 +248,27 @@ class ServingConfig(ServingJob):
             return self.replicas or 1
         per_replica = self.tp * self.dp_attention * self.pp
         if num_gpus % per_replica:
-            raise UserInputError(
-                f"{num_gpus} GPUs do not split into replicas of tp x dp-attention x pp = {per_replica}; "
-                "choose degrees whose product divides the GPU count, or set --replicas"
-            )
+            raise UserInputError(self._split_problem(num_gpus, per_replica))
         return num_gpus // per_replica
+
+    def _split_problem(self, num_gpus: int, per_replica: int) -> str:
+        """Why ``num_gpus`` GPUs do not split into replicas of ``per_replica`` GPUs, and what does:
+        a replica larger than the GPUs needs more of them (--replicas cannot help), a smaller one
+        a multiple of it (or, when --gpus was not given, --replicas to use part of the system)."""
+        degrees = f"tp x dp-attention x pp = {self.tp} x {self.dp_attention} x {self.pp} = {per_replica}"
+        if per_replica > num_gpus:
+            return (
+                f"one replica of {degrees} GPUs does not fit on {num_gpus} GPUs; give --gpus {per_replica} "
+                f"(or a multiple of it), or smaller degrees (--tp, --pp, --dp-attention) whose product "
+                f"divides {num_gpus}"
+            )
+        below = num_gpus // per_replica * per_replica
+        part = f", or --replicas N to use N x {per_replica} of them" if self.num_gpus is None else ""
+        return (
+            f"{num_gpus} GPUs do not split into replicas of {degrees} GPUs; give --gpus a multiple of "
+            f"{per_replica} (e.g. {below} or {below + per_replica}), or degrees whose product divides "
+            f"{num_gpus}{part}"
+        )
 
 
 @dataclass(frozen=True)

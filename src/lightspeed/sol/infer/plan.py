@@ -627,7 +627,10 @@ def validate_inference_plan(plan: InferencePlan, model: TransformerSpec, num_gpu
     _check_heads(plan, model)
     _check_experts(plan, model)
     if plan.pp > model.num_layers:
-        raise InvalidPlanError(f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.name}")
+        raise InvalidPlanError(
+            f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.name}: a pipeline stage holds "
+            f"at least one layer; give --pp {model.num_layers} or fewer"
+        )
     if plan.prefill_shape is not None:
         try:
             validate_inference_plan(plan.prefill_plan, model)

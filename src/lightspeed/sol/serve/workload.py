@@ -293,22 +293,31 @@ def _normal_cdf(value: float) -> float:
 class RequestTrace(Record):
     """Requests read from a file: arrival seconds (from the first), prompt and output tokens;
     ``arrival_unit``: the unit the file's arrival times were written in (``s``, or ``ms`` for
-    Mooncake's ``timestamp``, :func:`load_request_trace`)."""
+    Mooncake's ``timestamp``, :func:`load_request_trace`); ``num_out_of_order``: the file's rows
+    that arrive before a row above them (the requests are kept sorted by arrival time)."""
 
     arrival_s: tuple[float, ...]
     input_tokens: tuple[int, ...]
     output_tokens: tuple[int, ...]
     path: str = ""
     arrival_unit: str = "s"
+    num_out_of_order: int = 0
 
     def describe_arrivals(self) -> str:
-        """How the file's arrival times were read, for a run's assumptions (empty for seconds)."""
-        if self.arrival_unit != "ms":
-            return ""
-        return (
-            f"trace {self.path}: Mooncake's key set (timestamp, input_length, output_length), its "
-            "timestamp read as milliseconds (Mooncake's and AIPerf's mooncake_trace unit)"
-        )
+        """How the file's arrival times were read, for a run's assumptions (empty for seconds
+        written in order): Mooncake's milliseconds, and rows sorted by arrival time."""
+        parts = []
+        if self.arrival_unit == "ms":
+            parts.append(
+                "Mooncake's key set (timestamp, input_length, output_length), its timestamp read as "
+                "milliseconds (Mooncake's and AIPerf's mooncake_trace unit)"
+            )
+        if self.num_out_of_order:
+            parts.append(
+                f"rows sorted by arrival time: {self.num_out_of_order:,} of {self.num_requests:,} were out "
+                "of order (earlier than a row above them), and --requests N replays the first N to arrive"
+            )
+        return f"trace {self.path}: {'; '.join(parts)}" if parts else ""
 
     @property
     def num_requests(self) -> int:
@@ -513,11 +522,30 @@ def _pick(
     empty = next((key for key in keys if key in record), None)
     if empty is not None:  # the column is there, this row's cell is not
         raise DataFileError(path, "an empty cell", field=empty, line=line, fix="give every request a value")
-    raise DataFileError(
-        path,
-        f"no {keys[0]} column",
-        line=line,
-        fix=f"name the column one of {', '.join(keys)}",
+    raise _no_column(record, keys, path, line)
+
+
+_LISTED_COLUMNS: Final = 8  # columns a message lists, then how many more
+
+
+def _no_column(record: dict[Any, Any], keys: tuple[str, ...], path: Path, line: int) -> DataFileError:
+    """A record with none of ``keys``: the error names where the columns are (a CSV's header,
+    line 1; a JSONL object's own line) and lists those there; a trace's fix names the keys it
+    reads, a length file's column (one key, ``file:PATH:COLUMN``) the columns it could pick."""
+    present = [excerpt(str(key), 40) for key in record if key is not None]
+    shown = ", ".join(present[:_LISTED_COLUMNS]) or "none"
+    if len(present) > _LISTED_COLUMNS:
+        shown += f" and {len(present) - _LISTED_COLUMNS:,} more"
+    jsonl = _is_jsonl(path)
+    where = f"the object holds the keys {shown}" if jsonl else f"the header names {shown}"
+    if len(keys) > 1:
+        fix = f"name the column one of {', '.join(keys)}"
+    elif present:
+        fix = f"pick a {'key' if jsonl else 'column'} it has, e.g. file:{path}:{present[0]}"
+    else:
+        fix = "give the file a header row naming its columns"
+    return DataFileError(
+        path, f"no {keys[0]} {'key' if jsonl else 'column'} ({where})", line=line if jsonl else 1, fix=fix
     )
 
 
@@ -642,7 +670,8 @@ def load_request_trace(path: Path) -> RequestTrace:
                     line=line,
                 )
             target.append(int(tokens))
-    order = np.argsort(np.asarray(arrival), kind="stable")
+    times = np.asarray(arrival)
+    order = np.argsort(times, kind="stable")
     start = min(arrival)
     if arrival[order[-1]] - start > MAX_TRACE_SPAN_S:
         raise DataFileError(
@@ -658,7 +687,19 @@ def load_request_trace(path: Path) -> RequestTrace:
         output_tokens=tuple(outputs[i] for i in order),
         path=str(path),
         arrival_unit="ms" if per_s != 1.0 else "s",
+        num_out_of_order=_num_out_of_order(times),
     )
+
+
+def _num_out_of_order(times: np.ndarray) -> int:
+    """Arrival times earlier than one written above them (10, 0, 5: two).
+
+    >>> _num_out_of_order(np.array([10.0, 0.0, 5.0])), _num_out_of_order(np.array([0.0, 0.0, 1.0]))
+    (2, 0)
+    """
+    if times.size < 2:
+        return 0
+    return int(np.count_nonzero(times[1:] < np.maximum.accumulate(times)[:-1]))
 
 
 def _length(tokens: int, path: Path, line: int, column: str | None = None) -> int:
