@@ -4,7 +4,6 @@ is one line (exit 0, the doctor reports), never a traceback. Version orders are 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,14 +29,13 @@ def test_a_malformed_exporter_address_is_reported_not_raised(address: str, probl
     assert problem in check.detail
 
 
-def test_the_cli_reports_a_malformed_exporter_in_one_line_and_exits_0(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_refuses_a_malformed_exporter_in_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # a malformed --exporter is bad input (one line, exit 2, no table); one nothing answers at is
+    # a finding of the doctor (exit 0)
     result = run_cli("doctor", "--exporter", "[::1]:x", "--json")
-    assert result.code == 0, result.err
-    (exporter,) = [
-        check for check in json.loads(result.out)["checks"] if check["name"] == "Prometheus exporter"
-    ]
-    assert exporter["status"] == "unreachable"
-    assert FORM in exporter["detail"]
+    assert result.code == 2, result.err
+    assert result.out == ""
+    assert len(result.err.strip().splitlines()) == 1
     assert "Traceback" not in result.err
 
 

@@ -6,14 +6,24 @@ import click
 
 from lightspeed.cli._common import emit, json_option
 from lightspeed.cli.options import TIMEOUT
-from lightspeed.doctor import run_checks
+from lightspeed.doctor import exporter_url, run_checks
 from lightspeed.report import render_doctor
+
+
+def _exporter_form(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an ``--exporter`` that is not ``HOST:PORT`` or an http(s) URL (``ftp://x``, ``notaurl``,
+    ``127.0.0.1:0``) in one line before any check runs: it is bad input, where a well-formed
+    address nothing answers at is a doctor finding. An empty value is :func:`run_checks`' to refuse."""
+    if value is not None and value.strip():
+        exporter_url(value)
+    return value
 
 
 @click.command("doctor")
 @click.option(
     "--exporter",
     metavar="HOST:PORT",
+    callback=_exporter_form,
     help="Also scrape this Prometheus exporter (a running 'lightspeed monitor serve --port P').",
 )
 @click.option(
@@ -38,7 +48,8 @@ def command(
     """Each optional extra (installed or not, with versions) and each backend (NVML, DCGM, Ray,
     PostgreSQL at $LIGHTSPEED_STORE, a Prometheus exporter) with whether it answers: one line each.
 
-    Exit code 0 whatever is missing: the doctor reports, it does not fail.
+    Exit code 0 whatever is missing or unreachable: the doctor reports, it does not fail. An
+    --exporter that is not HOST:PORT or an http(s) URL is bad input (exit code 2).
     """
     report = run_checks(exporter=exporter, ray_address=ray_address, dcgm_host=dcgm_host, timeout_s=timeout_s)
     emit(report, as_json, render_doctor)

@@ -19,7 +19,9 @@ from lightspeed.tour import render_tour_step, render_tour_summary, run_tour
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False),  # text, not a Path: an empty --out must not become "."
+    # text, not a Path (an empty --out must not become "."), checked by the tour's check_out_dir
+    # before anything runs: a file there is said in the tour's one line, not click's
+    metavar="DIRECTORY",
     default="lightspeed-tour",
     show_default=True,
     help="Folder for the report, plots, the tiny GPT's run and trace.",

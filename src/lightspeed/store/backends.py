@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from urllib.parse import quote
 from lightspeed.errors import StoreError
 from lightspeed.extras import import_extra
 from lightspeed.files import excerpt, kind_of, name_problem
+from lightspeed.paths import HOME_ENVIRONMENT_VARIABLE, configured_path
 from lightspeed.store.location import STORE_ENVIRONMENT_VARIABLE, StoreLocation, default_store_path
 
 _LOG = logging.getLogger(__name__)
@@ -158,7 +160,7 @@ class SqliteBackend(Backend):
         assert location.path is not None, "a SQLite location has a path"
         path = location.path
         memory = str(path) == MEMORY_STORE
-        exists = memory or _stat_store(location) is not None
+        exists = memory or _stat_store(location, creating=create) is not None
         if exists and not memory:
             _refuse_special(location)
         if not exists and not create:
@@ -418,12 +420,14 @@ def _connection_problem(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _stat_store(location: StoreLocation) -> os.stat_result | None:
+def _stat_store(location: StoreLocation, *, creating: bool = False) -> os.stat_result | None:
     """The ``stat`` of a SQLite store's file, ``None`` when nothing is there; a path the system
     refuses by its name (too long, a loop of links) is a :class:`StoreError` naming the variable."""
     assert location.path is not None, "a SQLite location has a path"
     try:
         return location.path.stat()
+    except NotADirectoryError:
+        raise _under_a_file(location, creating=creating) from None
     except OSError as error:
         problem = name_problem(error)
         if problem is None:
@@ -431,6 +435,42 @@ def _stat_store(location: StoreLocation) -> os.stat_result | None:
         raise StoreError(
             f"results store {excerpt(location.display)}: {problem}; fix: {_where_to_store(location.path)}"
         ) from None
+
+
+def _under_a_file(location: StoreLocation, *, creating: bool) -> StoreError:
+    """The error for a SQLite store whose path runs through something that is not a folder
+    (``$LIGHTSPEED_HOME`` naming a file): which one, and the variable that chose it; a writer
+    (``creating``) says it cannot create the store's folder, a reader names the store."""
+    assert location.path is not None, "a SQLite location has a path"
+    subject = (
+        f"cannot create the results store folder {location.path.parent}"
+        if creating
+        else f"results store {location.display}"
+    )
+    blocking = next((folder for folder in location.path.parents if _is_not_folder(folder)), None)
+    kind = "a file"
+    if blocking is not None:
+        with contextlib.suppress(OSError):
+            kind = (kind_of(blocking.stat().st_mode) or ("a file", ""))[0]
+    where = str(blocking) if blocking is not None else "a folder on its path"
+    home = configured_path(HOME_ENVIRONMENT_VARIABLE)
+    if home is not None and location.path == default_store_path() and blocking == Path(home).expanduser():
+        return StoreError(
+            f"{subject}: {HOME_ENVIRONMENT_VARIABLE} {where} is {kind}, not a "
+            f"folder; fix: set {HOME_ENVIRONMENT_VARIABLE} to a folder (or {STORE_ENVIRONMENT_VARIABLE} "
+            "to the store's file)"
+        )
+    return StoreError(
+        f"{subject}: {where} is {kind}, not a folder; fix: {_where_to_store(location.path, folder='folder')}"
+    )
+
+
+def _is_not_folder(path: Path) -> bool:
+    """Whether something other than a folder (or a link to one) is at ``path``."""
+    try:
+        return not stat.S_ISDIR(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def _refuse_special(location: StoreLocation) -> None:
@@ -443,14 +483,15 @@ def _refuse_special(location: StoreLocation) -> None:
         )
 
 
-def _where_to_store(path: Path) -> str:
-    """How to point the store somewhere writable: the variable that chose ``path``."""
+def _where_to_store(path: Path, *, folder: str = "writable folder") -> str:
+    """How to point the store at a path in a ``folder`` (a writable one): the variable that chose
+    ``path``."""
     chosen = os.environ.get(STORE_ENVIRONMENT_VARIABLE, "").strip()
     if chosen and Path(chosen).expanduser() == path:
-        return f"set {STORE_ENVIRONMENT_VARIABLE} to a path in a writable folder"
+        return f"set {STORE_ENVIRONMENT_VARIABLE} to a path in a {folder}"
     if path == default_store_path():
-        return f"set LIGHTSPEED_HOME (or {STORE_ENVIRONMENT_VARIABLE}) to a writable folder"
-    return "give a path in a writable folder"
+        return f"set {HOME_ENVIRONMENT_VARIABLE} (or {STORE_ENVIRONMENT_VARIABLE}) to a {folder}"
+    return f"give a path in a {folder}"
 
 
 def _writable(path: Any) -> bool:

@@ -32,6 +32,7 @@ from typing import Final
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from lightspeed.errors import UserInputError
+from lightspeed.files import ends_in_separator, excerpt
 from lightspeed.paths import lightspeed_home
 
 STORE_ENVIRONMENT_VARIABLE: Final = "LIGHTSPEED_STORE"
@@ -89,6 +90,7 @@ def store_location(location: str | Path | None = None, *, given_as: str = "") ->
     """
     if location is None:
         location = _from_environment()
+        given_as = STORE_ENVIRONMENT_VARIABLE
     if location is None:
         path = default_store_path()
         return StoreLocation(backend="sqlite", display=str(path), path=path)
@@ -98,7 +100,10 @@ def store_location(location: str | Path | None = None, *, given_as: str = "") ->
     if not text:
         what = given_as or "the results store location"
         raise UserInputError(f"{what} is {'empty' if not location else 'blank'}; give a path or URL")
-    scheme, separator, _ = text.partition("://")
+    scheme, separator, rest = text.partition("://")
+    names_file = rest.strip("/") if separator else text.strip("/" + os.sep)  # "/", "sqlite:///": none
+    if ends_in_separator(text) and names_file and (not separator or scheme.lower() == "sqlite"):
+        _refuse_folder(text, given_as)
     if not separator:
         path = Path(text).expanduser()
         return StoreLocation(backend="sqlite", display=str(path), path=path)
@@ -109,6 +114,25 @@ def store_location(location: str | Path | None = None, *, given_as: str = "") ->
     raise UserInputError(
         f"results store URL scheme {scheme!r} is not supported; use postgresql://user@host/database, "
         "sqlite:////absolute/results.sqlite or a file path"
+    )
+
+
+def _refuse_folder(text: str, given_as: str) -> None:
+    """Refuse a SQLite store path that ends in a separator: it names a folder (``Path`` would drop
+    the separator and read ``x.sqlite/`` as the file ``x.sqlite``).
+
+    >>> _refuse_folder("runs/x.sqlite/", "LIGHTSPEED_STORE")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: LIGHTSPEED_STORE 'runs/x.sqlite/' ends in a separator, so it \
+names a folder, not the store's file; fix: drop the separator (runs/x.sqlite) or name a file in it ...
+    """
+    what = given_as or "the results store location"
+    stripped = text.rstrip("/" + os.sep + (os.altsep or ""))
+    raise UserInputError(
+        f"{what} {excerpt(text)!r} ends in a separator, so it names a folder, not the store's file; "
+        f"fix: drop the separator ({excerpt(stripped)}) or name a file in it "
+        f"({excerpt(stripped)}/{STORE_FILE_NAME})"
     )
 
 

@@ -39,7 +39,7 @@ from lightspeed.errors import (
     UserInputError,
     require_extra,
 )
-from lightspeed.files import cannot_create_in
+from lightspeed.files import cannot_create_in, kind_of
 from lightspeed.gate import benchmark_records
 from lightspeed.gate.inputs import goodput_step_samples
 from lightspeed.goodput import Ledger, build_ledger, read_run
@@ -368,7 +368,8 @@ def check_out_dir(out: Path | str) -> Path:
     out_dir = Path(out)
     blocking = _file_in_the_way(out_dir)
     if blocking is not None:  # a file where a folder must be: say so, not that the folder is missing
-        raise UserInputError(f"--out {out_dir}: {blocking} is a file, not a folder; pick another --out")
+        kind = (kind_of(blocking.stat().st_mode) or ("a file", ""))[0]
+        raise UserInputError(f"--out {out_dir}: {blocking} is {kind}, not a folder; pick another --out")
     if not out_dir.parent.is_dir():
         raise UserInputError(
             f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first or pick "

@@ -72,7 +72,7 @@ from typing import Any, Final
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
-from lightspeed.workload.hf_quantization import kept_attention_format, release_format
+from lightspeed.workload.hf_quantization import checkpoint_formats
 from lightspeed.workload.hf_rope_scaling import original_context, reported_context_note
 from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
 from lightspeed.workload.spec import (
@@ -199,7 +199,6 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         text = fields.table("text_config")
         assert text is not None
         fields, model_type = text, _TEXT_CONFIG_TYPES[model_type]
-    release = release_format(data)
     fields, defaults = _with_defaults(fields, model_type)
     try:
         spec = _build(fields, model_type, name)
@@ -213,10 +212,9 @@ def spec_from_hf_config(path: Path) -> TransformerSpec:
         reported_context_note(spec, fields, model_type),
     )
     note = "; ".join(part for part in notes if part)
-    attention, kept = kept_attention_format(data, spec)
-    source = "; ".join(part for part in (release[1], kept) if part)
+    weights, attention, source = checkpoint_formats(data, spec)
     return replace(
-        spec, release_format=release[0], release_source=source, release_attention_format=attention, note=note
+        spec, release_format=weights, release_source=source, release_attention_format=attention, note=note
     )
 
 

@@ -185,6 +185,14 @@ def _moe_plugin_formats(
     return plan.with_changes(activation_precision=sixteen_bit), note
 
 
+def _config_details(release_source: str) -> str:
+    """What an imported config.json's quantization block says beyond its format (the layers it
+    keeps 16-bit that are not modelled), in parentheses; empty for any other source."""
+    if release_source.startswith("config.json") and ";" in release_source:
+        return f" ({release_source})"
+    return ""
+
+
 def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> tuple[InferencePlan, str]:
     """``plan`` with the attention weights of ``model``'s published checkpoint in its precision
     (and a note saying so) when the plan leaves them unset and such a checkpoint exists (in
@@ -197,6 +205,7 @@ def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> t
     if plan.precision == model.release_format and model.release_source:
         released = (
             f"{plan.precision} is the format {model.display_name} is released in (--precision sets another)"
+            + _config_details(model.release_source)
             if model.release_format != "bf16"
             else f"bf16: {model.release_source}"  # a quantization block the importer could not read
         )
