@@ -118,7 +118,6 @@ MEMORY = 'metric = "memory_per_gpu_bytes"\nunit = "bytes"'
     [
         (MEMORY, 'metric = "tokens_per_s_per_gpu"\nunit = "tokens/s"', r"own metric again"),
         ('unit = "bytes"', 'unit = "GiB"', r"memory_per_gpu_bytes is written in bytes"),
-        ("value = 88476326297.6", "value = -1.0", r"row\[0\]\.also\[0\]\.value.*above 0"),
         (MEMORY, 'metric = "gpu_hours"\nunit = "GPU-hours"', r"needs its token budget"),
         ('metric = "memory_per_gpu_bytes"', 'metric = "ttft_s"', r"row\[0\]\.also\[0\]\.metric"),
     ],
@@ -130,6 +129,19 @@ def test_a_bad_other_figure_names_its_field(
     runs = load_published_runs(catalog=catalog, models=models)
     with pytest.raises(DataFileError, match=message):
         load_published_runs(catalog=catalog, models=models, path=_t101(tmp_path, runs, old, new))
+
+
+def test_an_other_figure_that_is_no_measurement_is_left_out_with_a_note(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # a negative memory figure beside T101's own: the entry is left out, its note names its field,
+    # and T101 keeps its own figure
+    runs = load_published_runs(catalog=catalog, models=models)
+    path = _t101(tmp_path, runs, "value = 88476326297.6", "value = -1.0")
+    (run,) = load_published_runs(catalog=catalog, models=models, path=path)
+    (note,) = [line for line in run.spec.assumptions if "row[0].also[0].value" in line]
+    assert "above 0" in note
+    assert run.spec.reading is None or not run.spec.reading.problem
 
 
 def test_an_inference_row_refuses_other_figures(

@@ -309,7 +309,7 @@ def render_validation(report: ValidationReport) -> None:
     for row in (report.rows[index] for index in shown):
         measured = "-" if row.measured is None else number_text(row.measured)
         predicted = "-" if row.predicted is None else number_text(row.predicted)
-        note = row.reason if row.status != "ok" else ""
+        note = plain(row.reason) if row.status != "ok" else ""  # "[[row.also]]" is no markup
         rows.append(
             [
                 row.id,
@@ -359,7 +359,7 @@ def render_validation(report: ValidationReport) -> None:
     # one metric per kind would repeat the summary
     if len(by_metric) > sum(1 for summary in report.summary.values() if summary.n):
         render_table(
-            "predicted rows by metric",
+            "predicted figures by metric (each row's own and those beside it)",
             ["kind", "metric", "n", "median", "p90", "max", within, "in interval"],
             [
                 [*key.split("/", 1), *_summary_cells(summary), _coverage_cell(summary)]

@@ -203,17 +203,19 @@ class PublishedRow(Record):
 
 
 def read_table(path: Path) -> list[PublishedRow]:
-    """Rows of a tab-separated published-results file (blank lines skipped).
+    """Rows of a tab-separated published-results file (blank lines skipped; lines and cells as
+    :func:`table_lines` and :func:`unquoted` read them).
 
-    Every row has one cell per header column: a row with fewer or more (a file cut short, a tab
-    typed inside a cell) is refused naming its line, as is a NUL byte in a cell (a corrupt or binary
-    file; read on, ``13\\x007`` would be taken for 13), as is a table with no row under its header
-    or an id two rows share (the id names the row in the report and its JSON). A row's own values
-    are not checked here: a measured value no measurement has is that row's error
-    (:func:`check_measured`), the other rows are still predicted.
+    Every row has one cell per header column (empty columns with no name after the last named one,
+    a spreadsheet's trailing tab, are dropped where every row leaves them empty): a row with fewer
+    or more (a file cut short, a tab typed inside a cell) is refused naming its line, as is a NUL
+    byte in a cell (a corrupt or binary file; read on, ``13\\x007`` would be taken for 13), as is a
+    table with no row under its header or an id two rows share (the id names the row in the report
+    and its JSON). A row's own values are not checked here: a measured value no measurement has is
+    that row's error (:func:`check_measured`), the other rows are still predicted.
     """
     text = read_text(path, max_bytes=MAX_TABLE_BYTES, what="published-results table (TSV)")
-    lines = text.splitlines()
+    lines = table_lines(text)
     if not lines or "\t" not in lines[0]:
         raise DataFileError(
             path,
@@ -222,10 +224,10 @@ def read_table(path: Path) -> list[PublishedRow]:
             fix="use the columns of published-dev.tsv, separated by tabs",
         )
     reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = _header(path, reader)
+    written = _header(path, reader)
     if "\x00" in text:
-        _refuse_nul(path, lines, header)
-    header = known_columns(path, header)
+        _refuse_nul(path, lines, written)
+    header = known_columns(path, _named(written))
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
         raise DataFileError(
@@ -234,7 +236,7 @@ def read_table(path: Path) -> list[PublishedRow]:
     try:
         # a last line with no line end may be a file cut short (a copy, a download)
         cut_at = None if text.endswith(("\n", "\r")) else len(lines)
-        rows = list(_rows(path, reader, header, cut_at=cut_at))
+        rows = list(_rows(path, reader, header, unnamed=len(written) - len(header), cut_at=cut_at))
     except csv.Error as error:
         raise DataFileError(
             path, f"not a readable table ({error})", line=reader.line_num, fix="check that line's cells"
@@ -254,11 +256,54 @@ def read_table(path: Path) -> list[PublishedRow]:
 def _header(path: Path, reader: _Reader) -> list[str]:
     """The column names on the table's first line (a :class:`DataFileError` where csv cannot read it)."""
     try:
-        return next(reader)
+        return [unquoted(cell) for cell in next(reader)]
     except csv.Error as error:
         raise DataFileError(
             path, f"not a readable table ({error})", line=1, fix="check the header line"
         ) from None
+
+
+# A table's line ends: what spreadsheets and editors write. Every other character Python's
+# ``str.splitlines`` breaks at (a form feed, a vertical tab, U+2028/U+2029 pasted from a PDF, NEL,
+# the file/group/record separators) is part of a cell's text, read as a space.
+_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+_BREAK_IN_CELL: Final = re.compile("[\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def table_lines(text: str) -> list[str]:
+    """The lines of a table's ``text``, split at ``\\n``, ``\\r\\n`` and ``\\r`` only (no empty last
+    line after a final line end), every other line break read as a space.
+
+    >>> table_lines("id\\tkind\\r\\nA1\\tmy\\u2028blog\\fpost\\n")
+    ['id\\tkind', 'A1\\tmy blog post']
+    """
+    lines = _LINE_END.split(_BREAK_IN_CELL.sub(" ", text))
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def unquoted(cell: str) -> str:
+    """A cell wholly enclosed in double quotes, as CSV writes one, without them (``""`` inside is
+    one quote); any other cell as written.
+
+    >>> unquoted('"Llama 3 70B"'), unquoted('"say ""hi"" now"'), unquoted('"a" b'), unquoted('8 "x"')
+    ('Llama 3 70B', 'say "hi" now', '"a" b', '8 "x"')
+    """
+    stripped = cell.strip()
+    if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
+        return cell
+    inside = stripped[1:-1]
+    if '"' in inside.replace('""', ""):
+        return cell  # a quote not doubled inside: not one quoted cell (``"a" and "b"``)
+    return inside.replace('""', '"')
+
+
+def _named(header: list[str]) -> list[str]:
+    """``header`` without the empty names after its last named column (a spreadsheet's trailing
+    tab); an empty name before a named one is left for :func:`known_columns` to refuse."""
+    count = len(header)
+    while count > 0 and not header[count - 1].strip():
+        count -= 1
+    return header[:count]
 
 
 def column_key(name: str) -> str:
@@ -541,13 +586,20 @@ def _check_length_pairs(text: str) -> None:
                 )
 
 
-def _rows(path: Path, reader: _Reader, header: list[str], *, cut_at: int | None) -> Iterator[PublishedRow]:
-    """The rows after the header (blank lines skipped). A row whose cell count differs from the
-    header's is a :class:`DataFileError`; ``cut_at``: the last line, when no line end follows it."""
-    for raw in reader:
+def _rows(
+    path: Path, reader: _Reader, header: list[str], *, unnamed: int = 0, cut_at: int | None
+) -> Iterator[PublishedRow]:
+    """The rows after the header (blank lines skipped), each cell :func:`unquoted`. A row whose cell
+    count differs from the header's is a :class:`DataFileError`, but for the cells of the
+    ``unnamed`` empty columns after the header's last name, which a row may hold or drop when they
+    are empty; ``cut_at``: the last line, when no line end follows it."""
+    for written in reader:
         number = reader.line_num  # the file's line: blank lines counted
+        raw = [unquoted(cell) for cell in written]
         if not any(value.strip() for value in raw):
             continue
+        if unnamed and len(header) < len(raw) <= len(header) + unnamed:
+            raw = _without_unnamed(path, number, raw, len(header))
         if len(raw) != len(header):
             raise _cell_count_error(path, number, len(raw), len(header), cut=number == cut_at)
         cells = dict(zip(header, raw, strict=True))
@@ -557,6 +609,20 @@ def _rows(path: Path, reader: _Reader, header: list[str], *, cut_at: int | None)
             line=number,
             cells=cells,
         )
+
+
+def _without_unnamed(path: Path, line: int, raw: list[str], named: int) -> list[str]:
+    """``raw``'s cells under the header's ``named`` columns; a :class:`DataFileError` where a cell
+    after them, under a column with no name, holds text (which column would it be?)."""
+    for position, cell in enumerate(raw[named:], start=named + 1):
+        if cell.strip():
+            raise DataFileError(
+                path,
+                f"a column with no name (column {position}) holds {excerpt(cell.strip())!r}",
+                line=line,
+                fix="name that column on the header line, or delete the cell",
+            )
+    return raw[:named]
 
 
 def _cell_count_error(path: Path, line: int, found: int, expected: int, *, cut: bool) -> DataFileError:
@@ -575,8 +641,8 @@ def _cell_count_error(path: Path, line: int, found: int, expected: int, *, cut: 
         f"row has {found} cell{'' if found == 1 else 's'}, the header {expected}",
         line=line,
         fix="write one cell per header column, separated by single tabs (n/r for a figure not given); "
-        "a tab typed inside a cell splits it, and an editor that trims trailing whitespace drops the "
-        "tabs of empty last cells",
+        "a tab typed inside a cell (quoted or not) splits it, and an editor that trims trailing "
+        "whitespace drops the tabs of empty last cells",
     )
 
 

@@ -48,7 +48,7 @@ in this format.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -66,7 +66,14 @@ from lightspeed.sol.validation.hardware_text import HardwareSpec
 from lightspeed.sol.validation.infer_rows import InferenceRowSpec
 from lightspeed.sol.validation.plausibility import check_serving_figure, check_training_figure
 from lightspeed.sol.validation.predicted_readings import TRAIN_METRICS_NEEDING_TOKENS
-from lightspeed.sol.validation.readings import STRUCTURED_ROW, Reading, RowError, utilization_problem
+from lightspeed.sol.validation.readings import (
+    STRUCTURED_ROW,
+    Reading,
+    RowError,
+    read_cell,
+    split_pieces,
+    utilization_problem,
+)
 from lightspeed.sol.validation.rows import METRICS as TRAIN_METRICS
 from lightspeed.sol.validation.rows import (
     FlopCount,
@@ -80,6 +87,7 @@ from lightspeed.workload.model_file import parse_model
 
 SCHEMA_VERSION: Final = 1
 _Spec = TypeVar("_Spec", TrainingRowSpec, InferenceRowSpec)
+_Built = TypeVar("_Built")
 KINDS: Final = ("train", "infer")
 BATCHING: Final = ("continuous", "static", "decode")
 # The unit each metric's value is written in (base units but for TFLOP/s and GPU-hours).
@@ -226,7 +234,8 @@ def load_published_runs(
     """Every row of a structured rows file (default: the shipped one), checked and typed.
 
     Raises :class:`~lightspeed.errors.DataFileError` naming the row and field of the first
-    problem (an unknown model, system, stack or metric; degrees that do not multiply to the GPUs).
+    problem (no row at all; an unknown model, system, stack or metric; a ``metric_text`` that names
+    another quantity; degrees that do not multiply to the GPUs; a load the engines refuse).
     """
     file = path or builtin_runs_file()
     fields = Fields(str(file), load_toml(file))
@@ -235,6 +244,13 @@ def load_published_runs(
     if version != SCHEMA_VERSION:
         raise DataFileError(file, f"unsupported schema_version {version}", field="schema_version")
     rows = fields.array_of_tables("row")
+    if not rows:
+        raise DataFileError(
+            file,
+            "no rows: the file has no [[row]] table",
+            field="row",
+            fix="add one [[row]] table per published run under schema_version (its fields: docs/sol.md)",
+        )
     runs = [_named_run(row, catalog, models) for row in rows]
     first: dict[str, int] = {}
     for index, run in enumerate(runs):
@@ -307,6 +323,7 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
     _check_keys(fields, _ROW_KEYS)
     kind = _choice(fields, "kind", KINDS)
     metric, unit = _metric_and_unit(fields, METRIC_UNITS)
+    _check_metric_text(fields, metric, kind)
     source = fields.string("source")
     common: dict[str, Any] = {
         "id": fields.string("id"),
@@ -338,7 +355,8 @@ def _run(fields: Fields, catalog: Catalog, models: ModelRegistry) -> PublishedRu
     accelerator = catalog.system(hardware.system).accelerator
     if kind == "train":
         stack = _choice(fields, "stack", load_stacks())
-        base["also"] = _also(fields, reading)
+        base["also"], left_out = _also(fields, reading)
+        base["assumptions"] = (*base["assumptions"], *left_out)
         training = _training(fields, base, stack, num_gpus)
         return PublishedRun(**common, training=_checked_training(training, accelerator))
     if fields.has("also"):
@@ -370,9 +388,6 @@ def _checked_training(spec: TrainingRowSpec, accelerator: Accelerator) -> Traini
     """``spec``, refused (its reading's problem) where its figure is one no run reaches: the check
     a table's row gets (:func:`~lightspeed.sol.validation.plausibility.check_training_figure`)."""
     assert spec.reading is not None
-    also = next((figure.problem for figure in spec.also if figure.problem), "")
-    if also:
-        return _with_problem(spec, also)
     try:
         check_training_figure(
             spec.reading,
@@ -413,7 +428,8 @@ def _table(fields: Fields, key: str) -> Fields:
     return table
 
 
-# How a [[row.also]] entry's figure is fixed: its own value, or the entry left out
+# How a [[row.also]] entry's figure is fixed: its own value, or the entry left out (an entry that
+# is no measurement is left out, with this fix in the row's notes: the row's own figure is kept)
 _ALSO_ENTRY: Final = replace(
     STRUCTURED_ROW,
     value="field 'value' of its [[row.also]] entry",
@@ -432,19 +448,19 @@ def _reading(
     count: int = 1,
 ) -> Reading:
     scope = "gpu" if "_per_gpu" in metric else "user" if metric.endswith("_per_user") else "job"
-    written = value_text or f"{value:g}"
     syntax = STRUCTURED_ROW if position == 1 else _ALSO_ENTRY
+    # the problem quotes the value as field 'value' holds it, the one to fix (not value_text)
     problem = (
         f"value {value:g} is not a number above 0; fix {syntax.value}: write the value the source "
         f"reports, or {syntax.omit}"
         if not (math.isfinite(value) and value > 0)
-        else utilization_problem(metric, value, written, syntax=syntax)
+        else utilization_problem(metric, value, f"{value:g}", syntax=syntax)
     )
     return Reading(
         key=metric,
         value=value,
         metric_text=metric_text or metric,
-        value_text=written,
+        value_text=value_text or f"{value:g}",
         unit=unit,
         scope=scope,
         position=position,
@@ -467,11 +483,74 @@ def _metric_and_unit(fields: Fields, allowed: Iterable[str]) -> tuple[str, str]:
     return metric, unit
 
 
-def _also(fields: Fields, reading: Reading) -> tuple[Reading, ...]:
+# The quantity a metric key measures, whatever its scope or unit: the FLOP rates (TFLOP/s per GPU,
+# the job's PFLOP/s) one, a step rate a step time's inverse, the token rates one (which side a
+# rate counts is the metric's to say: a text's unsided ``tokens/s`` reads as the output side).
+_SAME_QUANTITY: Final = {
+    "pflop_per_s": "tflop_per_s",
+    "steps_per_s": "step_time_s",
+    "output_tokens_per_s": "tokens_per_s",
+    "input_tokens_per_s": "tokens_per_s",
+    "total_tokens_per_s": "tokens_per_s",
+}
+
+
+def _quantity(key: str) -> str:
+    """What ``key`` measures, without its scope (:data:`_SAME_QUANTITY`)."""
+    bare = key.removesuffix("_per_gpu").removesuffix("_per_user")
+    return _SAME_QUANTITY.get(bare, bare)
+
+
+def _key_scope(key: str) -> str:
+    """The scope of a metric key: one user's, one GPU's or the job's."""
+    return "user" if key.endswith("_per_user") else "gpu" if "_per_gpu" in key else "job"
+
+
+def _agrees(metric: str, reading: Reading) -> bool:
+    """Whether a piece of a row's ``metric_text``, read as a table's metric cell is (``reading``),
+    can be ``metric``: the same quantity, and no scope that excludes the metric's (per user against
+    per GPU or the job's; per GPU against the job's). A node's or several GPUs' figure may be the
+    job's or one GPU's once divided, and a text that names no scope any."""
+    if _quantity(reading.key) != _quantity(metric):
+        return False
+    own, said = _key_scope(metric), reading.scope
+    if "user" in (own, said):
+        return said in (own, "job") if own == "user" else False
+    return not (own == "job" and said == "gpu")
+
+
+def _check_metric_text(fields: Fields, metric: str, kind: str) -> None:
+    """Refuse a ``metric_text`` none of whose ``;``-pieces that name a quantity (as the free-text
+    reader reads a metric cell, :func:`~lightspeed.sol.validation.readings.read_cell`) agrees with
+    ``metric`` (:func:`_agrees`): ``TPOT p99 (ms)`` over ``ttft_s``, ``tokens/s/GPU`` over a per-user
+    rate. A text that names no quantity (``decode, batch 8``) is not checked."""
+    text = fields.string("metric_text", "")
+    named = [
+        reading for piece in split_pieces(text) for reading in read_cell(piece, "1", kind=kind) if reading.key
+    ]
+    if not named or any(_agrees(metric, reading) for reading in named):
+        return
+    said = named[0]
+    scope = "" if said.scope in ("job", _key_scope(said.key)) else f" (per {said.scope})"
+    raise _fail(
+        fields,
+        f"metric_text names {said.key}{scope}, not the row's metric {metric}",
+        "metric_text",
+        text,
+        fix="set metric (and unit) to the quantity the source reports, or write the source's own words "
+        f"for {metric} in metric_text",
+    )
+
+
+def _also(fields: Fields, reading: Reading) -> tuple[tuple[Reading, ...], tuple[str, ...]]:
     """A training row's ``[[row.also]]`` entries: the other figures its source publishes (a peak
-    memory beside a throughput), each in the unit of its metric, per GPU where the metric says so."""
+    memory beside a throughput), each in the unit of its metric, per GPU where the metric says so;
+    and the notes on the entries left out. An entry whose value is no measurement (``nan``, 0, a
+    utilization of 100% or more) is left out, its note saying why and how to fix it; the row's own
+    figure is still predicted. An entry the schema refuses (an unknown metric, a value that is no
+    number) refuses the file, as a row's field does."""
     entries = fields.array_of_tables("also")
-    readings = []
+    readings, left_out = [], []
     for position, entry in enumerate(entries, start=2):
         _check_keys(entry, {"metric", "unit", "value", "metric_text", "value_text", "num_tokens"})
         metric, unit = _metric_and_unit(entry, ALSO_METRICS)
@@ -479,13 +558,19 @@ def _also(fields: Fields, reading: Reading) -> tuple[Reading, ...]:
             raise _fail(entry, f"a {metric} figure needs its token budget", "num_tokens")
         if metric == reading.key:
             raise _fail(entry, "the row's own metric again", "metric", metric, fix="give each figure once")
-        value = _positive(entry, "value")
+        _check_metric_text(entry, metric, "train")
         texts = entry.string("metric_text", ""), entry.string("value_text", "")
-        figure = _reading(metric, unit, value, *texts, position=position, count=len(entries) + 1)
+        figure = _reading(metric, unit, _value(entry), *texts, position=position, count=len(entries) + 1)
+        if figure.problem:
+            left_out.append(
+                f"other figure {position} of {len(entries) + 1} ({metric}, {entry.prefix}value) left out, "
+                f"the row's own figure kept: {figure.problem}"
+            )
+            continue
         if entry.has("num_tokens"):
             figure = replace(figure, num_tokens=_positive(entry, "num_tokens"))
         readings.append(figure)
-    return tuple(readings)
+    return tuple(readings), tuple(left_out)
 
 
 def _model(fields: Fields, models: ModelRegistry, source: str) -> tuple[TransformerSpec, str | None]:
@@ -681,23 +766,68 @@ def _training(fields: Fields, base: dict[str, Any], stack: str, num_gpus: int) -
     )
 
 
+def _built(fields: Fields, build: Callable[[], _Built], keys: Iterable[str]) -> _Built:
+    """``build()``, where the engines refuse a value (:class:`InvalidPlanError`) the file's error
+    naming the field of ``keys`` the message opens with (``concurrency must be ...``), else the
+    first of them the table writes."""
+    try:
+        return build()
+    except InvalidPlanError as error:
+        message = str(error)
+        written = [key for key in keys if fields.has(key)] or list(keys)
+        opening = message.split(" ", 1)[0]
+        key = opening if opening in written else written[0]
+        raise _fail(fields, message, key, fields.data.get(key)) from None
+
+
+_LOAD_KEYS: Final = ("input_tokens", "output_tokens", "concurrency", "arrival_rate_per_s")
+
+
+def _load(workload: Fields) -> ServingLoad:
+    """The row's load: its lengths and at most one of a concurrency and an arrival rate."""
+    if workload.has("concurrency") and workload.has("arrival_rate_per_s"):
+        raise _fail(
+            workload,
+            "give concurrency or arrival_rate_per_s, not both",
+            "arrival_rate_per_s",
+            workload.data.get("arrival_rate_per_s"),
+            fix="keep the one the source reports: concurrency (requests in flight) or "
+            "arrival_rate_per_s (requests sent per second)",
+        )
+    concurrency = workload.integer("concurrency", minimum=1) if workload.has("concurrency") else None
+    rate = workload.number("arrival_rate_per_s") if workload.has("arrival_rate_per_s") else None
+    input_tokens = workload.integer("input_tokens", minimum=1)
+    output_tokens = workload.integer("output_tokens", minimum=1)
+    return _built(
+        workload,
+        lambda: ServingLoad(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            concurrency=concurrency,
+            arrival_rate_per_s=rate,
+        ),
+        _LOAD_KEYS,
+    )
+
+
 def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int) -> InferenceRowSpec:
     deployment, workload = _table(fields, "deployment"), _table(fields, "workload")
     _check_keys(deployment, _DEPLOYMENT_KEYS)
     _check_keys(workload, {"input_tokens", "output_tokens", "concurrency", "arrival_rate_per_s", "batching"})
-    plan = InferencePlan(
-        tp=deployment.integer("tp", 1, minimum=1),
-        pp=deployment.integer("pp", 1, minimum=1),
-        ep=deployment.integer("ep", 1, minimum=1),
-        dp_attention=deployment.integer("dp_attention", 1, minimum=1),
-        replicas=deployment.integer("replicas", 1, minimum=1),
-        precision=_choice(deployment, "precision", INFERENCE_PRECISIONS, "bf16"),
-        kv_precision=_optional_choice(deployment, "kv_precision", KV_PRECISIONS),
-        attention_weights=_optional_choice(deployment, "attention_weights", INFERENCE_PRECISIONS),
-        effective_bits=_effective_bits(deployment),
-        kv_replication=deployment.boolean("kv_replication", False),
-        max_batch=deployment.integer("max_batch", minimum=1) if deployment.has("max_batch") else None,
-    )
+    settings: dict[str, Any] = {
+        "tp": deployment.integer("tp", 1, minimum=1),
+        "pp": deployment.integer("pp", 1, minimum=1),
+        "ep": deployment.integer("ep", 1, minimum=1),
+        "dp_attention": deployment.integer("dp_attention", 1, minimum=1),
+        "replicas": deployment.integer("replicas", 1, minimum=1),
+        "precision": _choice(deployment, "precision", INFERENCE_PRECISIONS, "bf16"),
+        "kv_precision": _optional_choice(deployment, "kv_precision", KV_PRECISIONS),
+        "attention_weights": _optional_choice(deployment, "attention_weights", INFERENCE_PRECISIONS),
+        "effective_bits": _effective_bits(deployment),
+        "kv_replication": deployment.boolean("kv_replication", False),
+        "max_batch": deployment.integer("max_batch", minimum=1) if deployment.has("max_batch") else None,
+    }
+    plan = _built(deployment, lambda: InferencePlan(**settings), tuple(settings))
     gpus = plan.tp * plan.pp * plan.dp_attention * plan.replicas
     if gpus != num_gpus:
         raise _fail(
@@ -706,13 +836,7 @@ def _inference(fields: Fields, base: dict[str, Any], serving: str, num_gpus: int
             "replicas",
             plan.replicas,
         )
-    rate = workload.number("arrival_rate_per_s") if workload.has("arrival_rate_per_s") else None
-    load = ServingLoad(
-        input_tokens=workload.integer("input_tokens", minimum=1),
-        output_tokens=workload.integer("output_tokens", minimum=1),
-        concurrency=workload.optional_integer("concurrency"),
-        arrival_rate_per_s=rate,
-    )
+    load = _load(workload)
     return InferenceRowSpec(
         **base, plan=plan, load=load, batching=_choice(workload, "batching", BATCHING), serving=serving
     )

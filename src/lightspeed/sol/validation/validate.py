@@ -77,6 +77,9 @@ class ValidationRow(Record):
 
 
 KINDS: Final = ("train", "infer")
+# The summary of the rows whose kind is neither (``inference``, an empty cell): none is predicted,
+# and the summary still counts every row of the file.
+UNREAD_KIND: Final = "unread"
 # The |relative error| a row is counted "within" at: issue 27's bar for every TTFT row at a
 # given concurrency, the strictest per-row bar the project is held to.
 WITHIN_ERROR: Final = 0.20
@@ -84,8 +87,11 @@ WITHIN_ERROR: Final = 0.20
 
 @dataclass(frozen=True)
 class ErrorSummary(Record):
-    """Absolute relative error statistics over the predicted rows of one kind (or one metric of
-    it): ``num_within`` of the ``n`` predicted rows are within :data:`WITHIN_ERROR`."""
+    """Absolute relative error statistics over the predicted rows of one kind, or over the predicted
+    figures of one metric of it: ``num_within`` of the ``n`` are within :data:`WITHIN_ERROR`. A
+    kind's ``n`` counts each row once, for its own metric; a metric's counts the figures of that
+    metric rows publish beside their own as well (``num_other_figures`` of the ``n``). ``coverage``
+    is over the rows' own figures (the others have no error bars)."""
 
     n: int
     median_abs_error: float | None
@@ -96,12 +102,14 @@ class ErrorSummary(Record):
     coverage_level: float | None = None
     num_within: int = 0
     within_error: float = WITHIN_ERROR
+    num_other_figures: int = 0
 
 
 @dataclass(frozen=True)
 class ValidationReport(Record):
-    """Every row, the summary per kind (``train``, ``infer``) and, over the predicted rows, per
-    kind and metric (``by_metric``, keyed ``infer/ttft_s``)."""
+    """Every row, the summary per kind (``train``, ``infer``, and :data:`UNREAD_KIND` where a row's
+    kind is neither) and, over the predicted figures, per kind and metric (``by_metric``, keyed
+    ``infer/ttft_s``)."""
 
     path: str
     rows: tuple[ValidationRow, ...]
@@ -341,7 +349,10 @@ def predicted_row(
     if reading is not None and reading.problem:  # a structured row's figure no run reaches
         raise RowError(reading.problem)
     if not measured > 0 or not math.isfinite(measured):
-        raise RowError(f"measured value {measured:g} is not a number above 0")
+        raise RowError(
+            f"measured value {measured:g} is not a number above 0; fix: write the value the source "
+            "reports (a number above 0), or n/r where it gives none"
+        )
     if not math.isfinite(predicted):
         raise RowError(f"the prediction is not a finite number ({predicted:g})")
     if interval is None and band is not None and metric != "memory_per_gpu_bytes":
@@ -474,14 +485,19 @@ def summarize(rows: tuple[ValidationRow, ...], kind: str, metric: str | None = N
         coverage=sum(covered) / len(covered) if covered else None,
         coverage_level=LEVEL if covered else None,
         num_within=int(np.count_nonzero(errors <= WITHIN_ERROR)),
+        num_other_figures=len(others),
     )
 
 
 def report_of(path: str, rows: tuple[ValidationRow, ...]) -> ValidationReport:
     """``rows`` with their summary per kind, and per kind and metric over the predicted rows and
     the figures they publish beside their own (a row not predicted counts in its kind's summary:
-    its metric may be unread free text)."""
+    its metric may be unread free text; one whose kind is neither in :data:`UNREAD_KIND`'s)."""
     predicted = tuple(row for row in rows if row.rel_error is not None)
+    summary = {kind: summarize(rows, kind) for kind in KINDS}
+    unread = sum(1 for row in rows if row.kind not in KINDS)
+    if unread:
+        summary[UNREAD_KIND] = ErrorSummary(0, None, None, None, unread)
     metrics = sorted(
         {(row.kind, row.metric) for row in predicted if row.kind in KINDS}
         | {(row.kind, figure.metric) for row in predicted if row.kind in KINDS for figure in row.also},
@@ -490,7 +506,7 @@ def report_of(path: str, rows: tuple[ValidationRow, ...]) -> ValidationReport:
     return ValidationReport(
         path=path,
         rows=rows,
-        summary={kind: summarize(rows, kind) for kind in KINDS},
+        summary=summary,
         by_metric={f"{kind}/{metric}": summarize(predicted, kind, metric) for kind, metric in metrics},
     )
 
