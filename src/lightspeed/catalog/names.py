@@ -12,7 +12,10 @@ are reduced (:func:`reduce_hardware_name`):
   nominal or usable memory in GB or GiB (within 3%), a size one of its spellings names
   (``b200-180gb``), or for a system the same per GPU or in total. So ``A100 40GB PCIe``
   is the 40 GB card and ``H100 96GB`` no catalog record (it is a variant, which the
-  validate reader builds from the text).
+  validate reader builds from the text). A size written with ``G`` alone (``A100-40G``,
+  ``H100 80G``) must be a size the vendor prints (a spelling's, the nominal memory in the
+  vendor's binary GB or the usable memory in GB, within 3%): ``H100 SXM 100G`` is no 96 GB
+  part (96 GiB is 103 GB, but no vendor prints 100), and a network's ``100G`` no GPU's memory.
 
 A name that, without vendor words, count and memory type, is a record's name or alias
 (``NVIDIA H200 141GB`` -> ``h200-141gb``) is that record. Otherwise the reduced name must
@@ -46,18 +49,21 @@ DROPPED_WORDS: Final = frozenset(
     {"hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "superchip", "generation"}
 )
 _COUNT: Final = re.compile(r"\d+x")
-_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)gb?")
+_MEMORY: Final = re.compile(r"(\d+(?:\.\d+)?)g(b)?")
 MEMORY_TOLERANCE: Final = 0.03
 
 
 @dataclass(frozen=True)
 class ReducedHardwareName:
     """A hardware name without vendor words, count, memory type and memory size (``base``),
-    the memory sizes in GB it stated (``memory_gb``) and the name with its sizes (``written``)."""
+    the memory sizes in GB it stated (``memory_gb``), the name with its sizes (``written``) and
+    those of the sizes written with ``G`` alone (``printed_gb``: they must be a size the vendor
+    prints, :func:`_printed_sizes`)."""
 
     base: str
     memory_gb: tuple[float, ...]
     written: str
+    printed_gb: tuple[float, ...] = ()
 
 
 @lru_cache(maxsize=4096)
@@ -65,9 +71,11 @@ def reduce_hardware_name(name: str) -> ReducedHardwareName:
     """``name`` reduced for comparison (see the module docs).
 
     >>> reduce_hardware_name("8x H100-SXM-80GB")
-    ReducedHardwareName(base='h100-sxm', memory_gb=(80.0,), written='h100-sxm-80gb')
+    ReducedHardwareName(base='h100-sxm', memory_gb=(80.0,), written='h100-sxm-80gb', printed_gb=())
     >>> reduce_hardware_name("GH200 Grace Hopper Superchip").base
     'gh200'
+    >>> reduce_hardware_name("A100-40G").printed_gb  # written with G alone: a printed size
+    (40.0,)
     """
     text = normalize_name(name).replace("grace-hopper-", "").replace("-grace-hopper", "")
     tokens = [token for token in text.split("-") if token] or [text]
@@ -75,35 +83,66 @@ def reduce_hardware_name(name: str) -> ReducedHardwareName:
         tokens.pop(0)
     if _MEMORY.fullmatch(tokens[0]):  # "80GB DGX H100" is a size then a name, not a name
         return ReducedHardwareName(base="-".join(tokens), memory_gb=(), written="-".join(tokens))
-    memory = tuple(float(match.group(1)) for token in tokens if (match := _MEMORY.fullmatch(token)))
+    sizes = [match for token in tokens if (match := _MEMORY.fullmatch(token))]
+    memory = tuple(float(match.group(1)) for match in sizes)
+    printed = tuple(float(match.group(1)) for match in sizes if not match.group(2))  # ``40G``, no ``B``
     written = [token for token in tokens if token not in DROPPED_WORDS] or tokens
     kept = [token for token in written if not _MEMORY.fullmatch(token)] or written
-    return ReducedHardwareName(base="-".join(kept), memory_gb=memory, written="-".join(written))
+    return ReducedHardwareName(
+        base="-".join(kept), memory_gb=memory, written="-".join(written), printed_gb=printed
+    )
 
 
-def _memory_sizes(record: Named) -> set[float]:
-    """Memory sizes in GB a text may state for ``record``."""
-    sizes = {
+def _spelled_sizes(record: Named) -> set[float]:
+    """Memory sizes in GB one of ``record``'s spellings writes (``b200-180gb``)."""
+    return {
         size
         for spelling in (record.name, *record.aliases)
         for size in reduce_hardware_name(spelling).memory_gb
     }
+
+
+def _with_system_totals(record: Named, per_device: set[float]) -> set[float]:
+    """``per_device`` sizes, and for a system the same times its accelerators."""
+    if isinstance(record, System):
+        return per_device | {size * record.num_accelerators for size in per_device}
+    return per_device
+
+
+def _memory_sizes(record: Named) -> set[float]:
+    """Memory sizes in GB a text may state for ``record``."""
     accelerator = record.accelerator if isinstance(record, System) else record
-    if isinstance(accelerator, Accelerator):
-        per_device = {
-            amount / unit
-            for amount in (accelerator.memory_nominal_bytes, accelerator.memory_usable_bytes)
-            for unit in (1e9, 2**30)
-        }
-        sizes |= per_device
-        if isinstance(record, System):
-            sizes |= {size * record.num_accelerators for size in per_device}
-    return sizes
+    if not isinstance(accelerator, Accelerator):
+        return _spelled_sizes(record)
+    per_device = {
+        amount / unit
+        for amount in (accelerator.memory_nominal_bytes, accelerator.memory_usable_bytes)
+        for unit in (1e9, 2**30)
+    }
+    return _spelled_sizes(record) | _with_system_totals(record, per_device)
 
 
-def _holds_memory(record: Named, memory_gb: tuple[float, ...]) -> bool:
+def _printed_sizes(record: Named) -> set[float]:
+    """Memory sizes in GB a vendor prints for ``record``, which a size written with ``G`` alone must
+    be: a spelling's, the nominal memory in the binary GB HBM vendors print (80 for an H100's 80
+    GiB) and the usable memory in GB (180 for a B200)."""
+    accelerator = record.accelerator if isinstance(record, System) else record
+    if not isinstance(accelerator, Accelerator):
+        return _spelled_sizes(record)
+    per_device = {accelerator.memory_nominal_bytes / 2**30, accelerator.memory_usable_bytes / 1e9}
+    return _spelled_sizes(record) | _with_system_totals(record, per_device)
+
+
+def _near(stated: float, sizes: set[float]) -> bool:
+    return any(abs(stated - size) <= MEMORY_TOLERANCE * size for size in sizes)
+
+
+def _holds_memory(record: Named, reduced: ReducedHardwareName) -> bool:
     sizes = _memory_sizes(record)
-    return all(any(abs(stated - size) <= MEMORY_TOLERANCE * size for size in sizes) for stated in memory_gb)
+    printed = _printed_sizes(record) if reduced.printed_gb else set()
+    return all(
+        _near(stated, printed if stated in reduced.printed_gb else sizes) for stated in reduced.memory_gb
+    )
 
 
 def _spelled(record: Named, base: str, *, form_factors: bool = False) -> bool:
@@ -131,7 +170,7 @@ def matching_records(known: Mapping[str, Named], name: str) -> list[Named]:
     found: dict[str, Named] = {}
     for record in known.values():
         if _spelled(record, reduced.base, form_factors=bool(reduced.memory_gb)) and _holds_memory(
-            record, reduced.memory_gb
+            record, reduced
         ):
             found[record.name] = record
     return [found[key] for key in sorted(found)]
@@ -144,7 +183,7 @@ def memory_mismatches(known: Mapping[str, Named], name: str) -> list[Named]:
         return []
     near: list[Named] = []
     for record in known.values():
-        if _spelled(record, reduced.base) and not _holds_memory(record, reduced.memory_gb):
+        if _spelled(record, reduced.base) and not _holds_memory(record, reduced):
             near.append(record)
     return near
 

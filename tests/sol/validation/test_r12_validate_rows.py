@@ -117,7 +117,7 @@ def test_the_day_bounds_latencies_and_leaves_a_long_queue_alone(
 ) -> None:
     model, h100 = models.get("llama-3.1-8b"), catalog.accelerator("h100-sxm")
     plan, load = InferencePlan(precision="bf16"), ServingLoad(1024, 128)
-    for key, seconds in (("ttft_s", 3600.0), ("request_latency_s", DAY_S), ("tpot_s", 30.0)):
+    for key, seconds in (("ttft_s", 3600.0), ("request_latency_s", DAY_S), ("tpot_s", 3.0)):
         check_serving_figure(_reading(key, seconds), model, h100, plan, load)  # a slow run, not a misread
     for key in ("ttft_s", "tpot_s", "itl_s", "request_latency_s"):
         with pytest.raises(RowError, match=r"2x a day"):

@@ -362,3 +362,19 @@ def test_text_under_a_column_with_no_name_is_refused(tmp_path: Path) -> None:
     row = TABLE_ROW.format(row_id="A", kind="train", measured="2.5")
     with pytest.raises(DataFileError, match=r"rows.tsv:2: a column with no name \(column 13\) holds 'x'"):
         read_table(_table(tmp_path, TABLE_HEADER + "\t", row + "\tx"))
+
+
+# --- a table row's NIC count survives conversion to a structured row ------------------------------
+
+
+def test_a_structured_row_reads_the_nics_a_converted_table_row_states(
+    tmp_path: Path, catalog: Catalog, models: ModelRegistry
+) -> None:
+    # what convert_validation_rows writes for "4*100Gb RoCE": the link and the NICs per node
+    nics = 'fabric = "ethernet-100g"\nnics_per_node = 4\nnum_gpus = 8192'
+    (run,) = _load(tmp_path, catalog, models, TRAIN_ROW.format(row_id="N").replace("num_gpus = 8192", nics))
+    assert (run.spec.hardware.fabric, run.spec.hardware.nics_per_node) == ("ethernet-100g", 4)
+    both = nics + "\nnics_per_gpu = 1"
+    assert "not both" in _refusal(
+        tmp_path, catalog, models, TRAIN_ROW.format(row_id="B").replace("num_gpus = 8192", both)
+    )

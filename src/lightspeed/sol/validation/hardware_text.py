@@ -15,8 +15,14 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   (``GH200 480GB``, an alias: the superchip's memory with Grace's), and a power figure below
   the part's own limit (its TDP, or the cap a record runs at: Grand Teton's H100 at 500 W)
   make a variant (:func:`lightspeed.catalog.variants.derive_variant`);
-* the scale-out fabric from the words the text uses (``NDR``, ``HDR``, ``RoCE
-  400G``, ``IB 50GB/s``), else the system's own NICs;
+* the scale-out fabric from the words the text uses: an InfiniBand generation (``NDR``, ``HDR``,
+  ``IB 50GB/s``), or a speed in Gb/s next to a network's name (``RoCE 100G``, ``100G Ethernet``,
+  ``100 Gbps RoCE``, ``InfiniBand 200Gb/s``, ``1x 100GbE per node``) is the catalog link of that
+  family and speed (``ethernet-100g``; a speed no catalog link has is refused, naming those that
+  exist), with the NICs the text counts (``1x ... per node``, ``4*100Gb``); ``RoCE`` alone is 400
+  Gb/s; else the system's own NICs. A speed next to a network's name is never a memory size
+  (``100G Ethernet`` is no 100 GB part), and the assumptions say which fabric a row that names
+  one ran over;
 * a job on part of a rack-scale system spreads over the fewest racks
   (:func:`lightspeed.catalog.clusters.spread_over_domains`);
 * a row with no GPUs cell counts what the hardware cell writes before a part: ``4x H100`` and
@@ -31,10 +37,10 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from lightspeed.catalog import Accelerator, Catalog, Cluster, System, single_gpu_system
+from lightspeed.catalog import Accelerator, Catalog, Cluster, Link, System, single_gpu_system
 from lightspeed.catalog.cards import (
     NVLINK_BRIDGE_SIZES,
     PCIE_SERVER_NIC_LINK,
@@ -61,6 +67,33 @@ FABRIC_KEYWORDS: Final = (
     ("ib 50gb/s", "ib-ndr"),
     ("ib 25gb/s", "ib-hdr"),
 )
+# A network's name, as cells write it, and the catalog link family it is (``RoCE`` is RDMA over
+# Ethernet); the link of a family a speed picks is preferably the generic one (``ethernet-100g``,
+# not a vendor's NIC of the same speed)
+NETWORK_FAMILIES: Final = (
+    (re.compile(r"^(?:roce(?:v2)?|ethernet|eth)$", re.IGNORECASE), "ethernet"),
+    (re.compile(r"^(?:infiniband|ib)$", re.IGNORECASE), "infiniband"),
+    (re.compile(r"^efa$", re.IGNORECASE), "efa"),
+)
+_GENERIC_LINK_PREFIX: Final = {"ethernet": "ethernet-", "infiniband": "ib-", "efa": "efa-"}
+# A link's speed, with the NICs it counts (``1x 100GbE``, ``4*100Gb``, ``8x400 Gbit/s``, ``8x50
+# GB/s``): a bit rate (``Gb``, ``Gbps``, ``Gb/s``), a byte rate (``GB/s``: 8 bits a byte) or ``G``
+# alone, each a speed only next to a network's name (``100G Ethernet``, ``RoCE 100G``, ``IB 50GB/s``;
+# not ``NVSwitch 600GB/s``); ``GbE`` names Ethernet itself
+_LINK_SPEED: Final = re.compile(
+    r"(?<![\w.])(?:(?P<count>\d+)\s*[x×*]\s*)?(?P<number>\d+)\s*"
+    r"(?P<unit>[Gg][Bb][Ee]|Gb/s|Gbit/s|[Gg]bps|Gb|GB/s|G)(?![\w/])"
+)
+_BITS_PER_UNIT: Final = {"GB/s": 8}
+# the word before a speed, across punctuation for a bit rate (``InfiniBand: 200Gb/s``), across spaces
+# only for ``G`` alone or a byte rate (``H100 80G, RoCE 400G``: the 80G is the part's); the word after
+# it across spaces only (``NVSwitch 600GB/s, EFA 400 Gb/s``: the 600 GB/s is NVLink's)
+_WORD_BEFORE: Final = {
+    True: re.compile(r"([A-Za-z0-9]+)[\s,;:(]*$"),
+    False: re.compile(r"([A-Za-z0-9]+)\s*$"),
+}
+_WORD_AFTER: Final = re.compile(r"^\s*([A-Za-z0-9]+)")
+_PER_NODE_AFTER: Final = re.compile(r"^[\s\w-]{0,24}?\bper\s+(?P<what>node|server|host|gpu)\b", re.IGNORECASE)
 # Words end at spaces, punctuation and underscores: MLPerf's system ids glue their parts with
 # ``_`` (``8xMI325X_2xEPYC_9575F``, ``GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT``).
 _WORD_SPLIT: Final = re.compile(r"[\s,;()_]+")
@@ -175,15 +208,21 @@ def _closest_parts(catalog: Catalog, text: str) -> str:
 @dataclass(frozen=True)
 class HardwareSpec(Record):
     """The hardware of a published run in catalog terms: a system, the variant its accelerator
-    ran as (another memory size, a power cap), the scale-out fabric (``None``: the system's) and
-    the part in it where the text names another of the system's generation (``None``: the
-    system's own)."""
+    ran as (another memory size, a power cap), the scale-out fabric (``None``: the system's), the
+    part in it where the text names another of the system's generation (``None``: the system's
+    own), the NICs per node or per GPU the text counts (``None``: the system's, or one per GPU for
+    another link) and the words that named the network (``None``: none)."""
 
     system: str
     memory_gib: float | None = None
     power_limit_w: float | None = None
     fabric: str | None = None
     accelerator: str | None = None
+    nics_per_node: int | None = None
+    nics_per_gpu: int | None = None
+    # how the cell wrote it, not the hardware: two specs of the same hardware are equal, and a
+    # structured row (which names its link) has none
+    network_text: str | None = field(default=None, compare=False)
 
 
 def _variant_figures(accelerator: Accelerator, text: str) -> tuple[float | None, float | None]:
@@ -237,21 +276,139 @@ def variant_of(accelerator: Accelerator, text: str) -> tuple[Accelerator, list[s
     return _variant(accelerator, *_variant_figures(accelerator, text))
 
 
-def _fabric(catalog: Catalog, text: str) -> str | None:
+def _keyword_fabric(catalog: Catalog, text: str) -> str | None:
     lowered = text.lower()
     fabric = next((link for keyword, link in FABRIC_KEYWORDS if keyword in lowered), None)
     return fabric if fabric is not None and fabric in catalog.links else None
+
+
+@dataclass(frozen=True)
+class _StatedLink:
+    """A link speed a cell states beside a network's name: its family, Gb/s, the NICs it counts and
+    whether per node or per GPU, and the words."""
+
+    family: str
+    gbit_per_s: int
+    count: int | None
+    per: str
+    words: str
+
+
+def _network_family(word: str) -> str | None:
+    return next((family for pattern, family in NETWORK_FAMILIES if pattern.match(word)), None)
+
+
+def _stated_links(text: str) -> list[_StatedLink]:
+    """Every link speed ``text`` states next to a network's name (:data:`_LINK_SPEED`)."""
+    found = []
+    for match in _LINK_SPEED.finditer(text):
+        bit_rate = match["unit"] not in ("G", "GB/s")
+        before = _WORD_BEFORE[bit_rate].search(text[: match.start()])
+        after = _WORD_AFTER.search(text[match.end() :])
+        family_before = _network_family(before.group(1)) if before else None
+        family_after = _network_family(after.group(1)) if after else None
+        family = "ethernet" if match["unit"].lower() == "gbe" else family_before or family_after
+        if family is None:
+            continue
+        start = before.start() if before and family_before else match.start()
+        end = match.end() + (after.end() if after and family_after else 0)
+        per = _PER_NODE_AFTER.match(text[match.end() :])
+        found.append(
+            _StatedLink(
+                family=family,
+                gbit_per_s=int(match["number"]) * _BITS_PER_UNIT.get(match["unit"], 1),
+                count=int(match["count"]) if match["count"] else None,
+                per=("gpu" if per["what"].lower() == "gpu" else "node") if per else "",
+                words=text[start:end].strip(" ,;:()"),
+            )
+        )
+    return found
+
+
+def _link_of(catalog: Catalog, stated: _StatedLink, text: str) -> str:
+    """The catalog link of ``stated``'s family and speed; refused where none has that speed."""
+    same_family = sorted(
+        (link for link in catalog.links.values() if link.family == stated.family),
+        key=lambda link: (not link.name.startswith(_GENERIC_LINK_PREFIX[stated.family]), link.name),
+    )
+    for link in same_family:
+        if round(_gbit_per_s(link)) == stated.gbit_per_s:
+            return link.name
+    speeds = ", ".join(
+        f"{link.name} ({_gbit_per_s(link):g} Gb/s)" for link in sorted(same_family, key=_gbit_per_s)
+    )
+    raise HardwareTextError(
+        f"hardware {text!r} states a {stated.gbit_per_s} Gb/s {stated.family} network ('{stated.words}'), "
+        f"and no catalog link has that speed (the {stated.family} links: {speeds}); write the speed "
+        "the nodes' NICs run at, or add the link with --catalog (docs/catalog.md)"
+    )
+
+
+def _gbit_per_s(link: Link) -> float:
+    """A port's speed each way in Gb/s, as NICs are sold."""
+    return link.per_direction_bytes_per_s * 8 / 1e9
+
+
+@dataclass(frozen=True)
+class _Network:
+    """The network a cell states, in :class:`HardwareSpec`'s fields."""
+
+    fabric: str | None = None
+    nics_per_node: int | None = None
+    nics_per_gpu: int | None = None
+    text: str = ""
+
+
+# A network named in a cell, with or without a speed (for the assumptions' line on the fabric)
+_NAMED_NETWORK: Final = re.compile(r"\b(?:roce(?:v2)?|ethernet|infiniband|ib|efa|[nhxe]dr)\b", re.IGNORECASE)
+
+
+def _network(catalog: Catalog, text: str) -> _Network:
+    """The network a cell states: a speed beside a network's name (:func:`_stated_links`), else a
+    keyword (:data:`FABRIC_KEYWORDS`), else the network's name alone (no fabric: the system's own
+    NICs, said in the notes); an empty one where the cell names none."""
+    stated = _stated_links(text)
+    if stated:
+        first = stated[0]
+        fabric = _link_of(catalog, first, text)
+        if first.per == "gpu":
+            return _Network(fabric, nics_per_gpu=first.count or 1, text=first.words)
+        per_node = first.count or 1 if first.count is not None or first.per == "node" else None
+        return _Network(fabric, nics_per_node=per_node, text=first.words)
+    named = _NAMED_NETWORK.search(text)
+    return _Network(_keyword_fabric(catalog, text), text=named.group(0) if named else "")
+
+
+def _without_own_count(system: System, network: _Network) -> _Network:
+    """``network`` without a NIC count that is the system's own (``NDR IB 400Gb/s per GPU`` on a
+    DGX H100 is its eight NDR ports): the system's NICs, named again, are the same hardware."""
+    own = system.scale_out
+    if own is None or network.fabric != own.link.name:
+        return network
+    per_gpu = network.nics_per_gpu * system.num_accelerators if network.nics_per_gpu else None
+    if (network.nics_per_node or per_gpu) != own.num_links:
+        return network
+    return _Network(network.fabric, text=network.text)
 
 
 def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
     """(hardware, the words that named its system) of a hardware cell (see the module docs)."""
     system, span = named_system(catalog, text)
     memory, power = _variant_figures(system.accelerator, text)
+    network = _without_own_count(system, _network(catalog, text))
     part = _named_part(catalog, system, text, memory) if memory is not None else None
     if part is not None:  # ``H100 80GB HBM3 700W (Meta Grand Teton)``: that part in that server
         memory, power = _variant_figures(part, text)
-        return HardwareSpec(system.name, memory, power, _fabric(catalog, text), part.name), span
-    return HardwareSpec(system.name, memory, power, _fabric(catalog, text)), span
+    return HardwareSpec(
+        system.name,
+        memory,
+        power,
+        network.fabric,
+        part.name if part is not None else None,
+        nics_per_node=network.nics_per_node,
+        nics_per_gpu=network.nics_per_gpu,
+        network_text=network.text or None,
+    ), span
 
 
 def _named_part(catalog: Catalog, system: System, text: str, memory_gb: float) -> Accelerator | None:
@@ -285,13 +442,21 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
         system, nodes = spread_over_domains(system, num_gpus)
     else:
         nodes = max(1, -(-num_gpus // system.num_accelerators))
-    cluster = build_cluster(system, num_nodes=nodes, link=link)
+    cluster = build_cluster(
+        system,
+        num_nodes=nodes,
+        link=link,
+        nics_per_accelerator=hardware.nics_per_gpu,
+        nics_per_node=hardware.nics_per_node,
+    )
     each = (
         f" ({_gpus(system.num_accelerators)} used in each)"
         if system.num_accelerators * nodes == num_gpus
         else ""
     )
     head = f"{nodes} x {system.name}{each}" + (f" over {hardware.fabric}" if hardware.fabric else "")
+    if hardware.network_text:
+        notes.append(_network_note(cluster, hardware))
     if system.torus_dimensions:
         notes.append(f"a slice of {system.name}: {describe_torus(system)}")
     own = system.scale_out
@@ -303,6 +468,25 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
     ):
         notes.append(assumed_nics(system))
     return cluster, [head, *notes]
+
+
+def _network_note(cluster: Cluster, hardware: HardwareSpec) -> str:
+    """Which fabric a row that names a network ran over: the NICs per node and their link, or the
+    system's own where the cell names a network but no speed."""
+    fabric = cluster.fabric
+    used = (
+        f"{fabric.num_links} x {fabric.link.name} per node, {_gbit_per_s(fabric.link):g} Gb/s each"
+        if fabric is not None
+        else "no NICs"
+    )
+    if cluster.num_nodes == 1:
+        used += "; one node, so no traffic crosses it"
+    if hardware.fabric is None:
+        return (
+            f"network '{hardware.network_text}' names no speed: the system's own NICs, {used}; write the "
+            "speed beside it (e.g. 'RoCE 400G') to model that network"
+        )
+    return f"network '{hardware.network_text}': {used}"
 
 
 def node_gpus(system: System) -> int | None:
@@ -443,8 +627,41 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
         return counted
     cell, note = gpu_count(row.text("GPUs"))
     if cell:
+        _check_hardware_count(catalog, row, cell)
         return cell, note
+    return _hardware_cell_gpus(catalog, row.text("hardware"))
+
+
+def _check_hardware_count(catalog: Catalog, row: PublishedRow, gpus: int) -> None:
+    """Refuse a row whose hardware cell opens with a count of GPUs other than its GPUs cell's (``64``
+    beside ``32x H100 SXM``): which one ran is a guess. A count of one node's GPUs (up to
+    :data:`MAX_GPUS_PER_NODE`: ``8x H100`` beside 64, ``1 of 8x B200``) describes the node."""
     text = row.text("hardware")
+    counted = _gpus_counted_before_part(catalog, text)
+    if counted is None or counted == gpus or counted <= MAX_GPUS_PER_NODE:
+        return
+    raise RowError(
+        f"GPUs '{row.text('GPUs')}' is {gpus:,} GPUs but hardware {text!r} counts {counted:,}: make them "
+        f"agree (a count in the hardware cell is the job's GPUs, or one node's of up to {MAX_GPUS_PER_NODE})"
+    )
+
+
+def _gpus_counted_before_part(catalog: Catalog, text: str) -> int | None:
+    """The count a hardware cell writes right before a GPU's name, outside any parenthesis or
+    bracket (``32x H100 SXM``: 32); ``None`` for a count of systems (``2x DGX H100``), of slices
+    (``32x v5e-256``) or none."""
+    head = re.split(r"[(\[]", text, maxsplit=1)[0]
+    match = _COUNT_BEFORE_PART.search(head)
+    if match is None:
+        return None
+    words = [word for word in _WORD_SPLIT.split(head[match.end() :]) if word]
+    if not words or slice_name(words[0]) is not None or _find_accelerator(catalog, words[0]) is None:
+        return None
+    return None if _find_system(catalog, " ".join(words[:2])) is not None else int(match.group(1))
+
+
+def _hardware_cell_gpus(catalog: Catalog, text: str) -> tuple[int, str]:
+    """(GPUs, note) a hardware cell counts (:func:`row_gpus`, with no GPUs cell)."""
     product = _nodes_times_gpus(text)
     if product is not None:
         nodes, per_node, written = product

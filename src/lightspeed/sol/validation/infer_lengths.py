@@ -30,12 +30,20 @@ _ISL_OSL = re.compile(
     rf"{_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
     rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_PAIR_LABEL}\b"
 )
+# The same pair written output first, its numbers in the label's order: ``OSL/ISL 256/1024``,
+# ``output/input 256/1024``, ``256/1024 (OSL/ISL)``
+_REVERSED_PAIR_LABEL = r"(?:osl\s*[/:,|]\s*isl|output\s*[/|]\s*input|out\s*/\s*in)"
+_OSL_ISL = re.compile(
+    rf"{_REVERSED_PAIR_LABEL}{_PAIR_WORD}\s*\)?\s*[=:]?\s*{_COUNT}\s*(?:[/:|]|,\s?)\s*{_COUNT}"
+    rf"|{_COUNT}\s*/\s*{_COUNT}\s*\(?\s*{_REVERSED_PAIR_LABEL}\b"
+)
 # Lengths said one at a time, label before or after the number: ``ISL 128 OSL 2048``, ``ISL=128,
 # OSL=2048``, ``input 1024 output 512``, ``input length 1,024 / output length 512``, ``1024 input /
 # 512 output tokens``, ``1k in, 2k out``, ``2000-token prompts, 200 output tokens``, ``input size
 # 128 and an output size 128 tokens``, ``input size in tokens 128``, ``512-token input sequence``,
 # ``max input length 1024, max output length 1024``. Both halves sit in one cell (no ``|`` between
-# them) and the input comes first.
+# them); each is read by its label, the output's first too (``OSL 256, ISL 4096``, ``Output Length
+# 256, Input Length 1024``, ``256 output tokens, 1024 input tokens``).
 # (benchmark flags too: vLLM's ``--input-len 1024 --output-len 128``, ``random_input_len=1024``,
 # ``--random-input-len``, SGLang's ``--random-input 1024 --random-output 128``, genai-perf's
 # ``--synthetic-input-tokens-mean 1024 --output-tokens-mean 128``, ``--input-sequence-length``,
@@ -76,6 +84,9 @@ def _length_half(label: str, group: str) -> str:
 _LABELLED_LENGTHS = re.compile(
     _length_half(_IN_LABEL, "isl") + _HALF_SEPARATOR + _length_half(_OUT_LABEL, "osl")
 )
+_OUTPUT_FIRST_LENGTHS = re.compile(
+    _length_half(_OUT_LABEL, "osl") + _HALF_SEPARATOR + _length_half(_IN_LABEL, "isl")
+)
 # The input length alone in the sequence cell (``Input Length 128, Output Length -``, ``ISL 2048``):
 # what a first-token latency needs. (Not ``prompts``: ``1200 prompts`` counts requests.)
 INPUT_LENGTH = re.compile(_length_half(rf"(?:isl|input{_LENGTH_WORD})", "isl"))
@@ -90,15 +101,22 @@ _BARE_PAIR = re.compile(rf"\s*\(?\s*(?:[a-z]+\s+)?{_COUNT}\s*(?:[/:]|,\s)\s*{_CO
 
 def input_output(text: str, seq: str = "") -> tuple[int, int] | None:
     """(input, output) tokens the lower-case ``text`` states (module docs, **Load**), if any; a
-    ``seq`` cell holding only ``N/M`` reads as ISL/OSL."""
+    ``seq`` cell holding only ``N/M`` reads as ISL/OSL. Labels say which length is which, in either
+    order.
+
+    >>> input_output("osl/isl 256/1024"), input_output("output 256, input 1024")
+    ((1024, 256), (1024, 256))
+    """
     bare = _BARE_PAIR.fullmatch(seq.lower())
     if bare:
         return token_count(bare.group(1)), token_count(bare.group(2))
-    match = _ISL_OSL.search(text)
-    if match:
-        isl, osl = (group for group in match.groups() if group is not None)
-        return token_count(isl), token_count(osl)
-    labelled = _LABELLED_LENGTHS.search(text)
+    for pattern, output_first in ((_ISL_OSL, False), (_OSL_ISL, True)):
+        match = pattern.search(text)
+        if match:
+            first, second = (group for group in match.groups() if group is not None)
+            isl, osl = (second, first) if output_first else (first, second)
+            return token_count(isl), token_count(osl)
+    labelled = _LABELLED_LENGTHS.search(text) or _OUTPUT_FIRST_LENGTHS.search(text)
     if labelled is None:
         return None
     isl = labelled.group("isl_a") or labelled.group("isl_b")

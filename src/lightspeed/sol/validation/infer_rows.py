@@ -12,14 +12,17 @@ release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the r
 * **Model**: the registry model the name gives, else one built from the row's
   dimensions; a name the registry lacks (``LLaMA 70B``) resolves to the
   registry models whose names hold all its words, earliest generation first
-  (tables keep the unversioned name for the first model of that size).
+  (tables keep the unversioned name for the first model of that size); a name none holds is
+  refused as a training row's is, naming the closest registry models.
 * **Hardware**: the accelerator's default catalog system, as for training rows;
   a row on fewer GPUs than one node uses part of it.
 * **Load**: ``ISL/OSL a/b`` (or ``input/output a/b``; ``32k`` is 32,768) gives
   the token counts, as do the two lengths said one at a time in one cell, label
   before or after the number (``ISL 128 OSL 2048``, ``input 1024 output 512``,
   ``1024 input / 512 output tokens``, ``input size 128 and an output size 128 tokens``,
-  ``512-token input sequence``, ``Input length: 32 tokens. Output length: 128 tokens.``:
+  ``512-token input sequence``, ``Input length: 32 tokens. Output length: 128 tokens.``; the
+  output first too, each length by its label: ``OSL 256, ISL 4096``, ``OSL/ISL 256/1024``,
+  ``256 output tokens, 1024 input tokens``:
   :func:`~lightspeed.sol.validation.infer_lengths.input_output`); ``N-token prefill`` is a prompt
   of N tokens and one output token, as is
   a first-token latency whose sequence cell gives the input length and no output length
@@ -187,8 +190,9 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
         raise RowError(unsupported.refusal(stated))
     try:
         return resolve_model(registry, row)
-    except RowError:
-        pass
+    except RowError as error:
+        # the training rows' refusal, with the catalog's closest names (no generation found below)
+        unresolved = error
     name = re.split(r"[(,]", row.text("model"))[0].strip().lower()
     words = [word for word in _WORD_SPLIT.split(name) if word and word not in _CHECKPOINT_WORDS]
     candidates = sorted(
@@ -197,7 +201,7 @@ def _resolve_model(registry: ModelRegistry, row: PublishedRow) -> tuple[Transfor
         if any(_a_generation_of(words, spelling) for spelling in _spellings(registry, name))
     )
     if not candidates:
-        raise RowError(f"model {row.text('model')!r} is neither in the registry nor described by the row")
+        raise unresolved
     return registry.get(candidates[0]), (
         f"model '{row.text('model')}' -> {candidates[0]} (registry names holding {', '.join(words)}: "
         f"{', '.join(candidates)}; earliest generation)"
@@ -622,9 +626,11 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         plan_notes = [*plan_notes, _MLPERF_KV_NOTE]
     reading, speed_note = _decode_speed(row, _metric(row, num_gpus, node_gpus(cluster.system)))
     assert reading.value is not None
-    reading_percentile(reading.key, reading.metric_text)  # a percentile it cannot read is refused here
+    percentile = reading_percentile(reading.key, reading.metric_text)  # one it cannot read is refused here
     check_serving_figure(reading, model, cluster.system.accelerator, plan, load, num_gpus=num_gpus)
     notes = [model_note, f"hardware '{row.text('hardware')}' -> '{span}'", *plan_notes, load_note]
+    static_note = _static_percentile_note(reading.metric_text, percentile) if batching == "static" else ""
+    notes.extend([static_note] if static_note else [])
     notes.extend([state_note] if state_note else [])
     notes.extend([speed_note] if speed_note else [])
     notes.extend([gpus_note] if gpus_note else [])
@@ -653,6 +659,17 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         assumptions=tuple(notes),
         reading=reading,
         readings=read_cell(row.text("metric"), row.text("measured"), kind="infer"),
+    )
+
+
+def _static_percentile_note(metric_text: str, percentile: float | None) -> str:
+    """What a percentile of a static batch's latency is predicted as: the batch's requests start and
+    finish together, so every one of them waits as long (``''`` where the metric names none)."""
+    if percentile is None:
+        return ""
+    return (
+        f"'{metric_text}': percentile {percentile:g} of a static batch, whose requests start and finish "
+        "together: every request's latency is the batch's, so the percentile is predicted as that one"
     )
 
 

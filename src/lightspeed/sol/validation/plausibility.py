@@ -87,6 +87,35 @@ def check_training_figure(
         raise RowError(reading.problem)
     implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, seq_len, tokens_per_step)
     check_below_peak(reading, implied, accelerator, "6 FLOPs per active parameter per token", syntax=syntax)
+    _check_time_not_too_long(reading, implied, accelerator, syntax=syntax)
+
+
+# The least share of one GPU's fastest dense peak a training time may imply (at 6 FLOPs per active
+# parameter per token): 0.5%. The slowest published runs reach about 5% of their BF16 peak (small
+# models, slow networks), at least 1.25% of the fastest peak (FP4 on Blackwell is 4x BF16); a time
+# written in the wrong unit (s for ms, 1,000x) or a thousands slip is a hundred times below this
+TRAINING_MIN_PEAK_FRACTION: Final = 0.005
+
+
+def _check_time_not_too_long(
+    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, *, syntax: RowSyntax
+) -> None:
+    """Refuse a training time (a step time, a time to train, GPU-hours) so long that the rate it
+    implies is under :data:`TRAINING_MIN_PEAK_FRACTION` of one GPU's fastest dense peak: the unit
+    or the number was misread (``16,000`` s for a 16 s step)."""
+    peak = fastest_dense_peak(accelerator)
+    if reading.key not in _TIME_KEYS or flop_per_s_per_gpu is None or peak is None:
+        return
+    fraction = flop_per_s_per_gpu / peak
+    if fraction >= TRAINING_MIN_PEAK_FRACTION:
+        return
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' implies {fraction:.2%} of one "
+        f"{accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} TFLOP/s) at 6 FLOPs per active "
+        f"parameter per token, under the {TRAINING_MIN_PEAK_FRACTION:.1%} the slowest published runs "
+        f"exceed: a unit slip (the same figure in a unit 1,000x shorter would be {fraction * 1e3:.1%} of "
+        f"peak); check {syntax.unit} and the tokens it counts"
+    )
 
 
 def _training_flop_per_s_per_gpu(
@@ -162,7 +191,14 @@ LATENCY_FLOOR_TOLERANCE: Final = 10.0
 # floors below bound a latency from under; this bounds it from over, whatever the catalog knows.
 LATENCY_CEILING_S: Final = 86_400.0
 
-_SERVING_TIME_KEYS: Final = frozenset({"ttft_s", "tpot_s", "itl_s", "request_latency_s"})
+# the serving latencies in the words a refusal uses
+LATENCY_WORDS: Final = {
+    "ttft_s": "TTFT",
+    "tpot_s": "TPOT",
+    "itl_s": "ITL",
+    "request_latency_s": "end-to-end request latency",
+}
+_SERVING_TIME_KEYS: Final = frozenset(LATENCY_WORDS)
 
 
 @dataclass(frozen=True)
@@ -275,19 +311,55 @@ def check_serving_figure(
     seconds = 1.0 / value if per_user else value
     _check_under_a_day(reading, seconds, per_user=per_user, syntax=syntax)
     floor = serving_floor(model, accelerator, plan, load)
+    if floor is not None and (per_user or reading.key in _DECODE_STEP_KEYS):
+        _check_step_not_too_long(reading, seconds, accelerator, floor, per_user=per_user, syntax=syntax)
     least = None if floor is None else floor.step_s if per_user else floor.of(reading.key)
     if least is None or seconds * LATENCY_FLOOR_TOLERANCE >= least:
         return
     what = (
         f"the {1.0 / least:,.0f} tokens/s one stream reaches"
         if per_user
-        else f"the least {reading.key.removesuffix('_s').upper()} of {least * 1e3:.3g} ms"
+        else f"the least {LATENCY_WORDS[reading.key]} of {least * 1e3:.3g} ms"
     )
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' is {least / seconds:,.3g}x "
         f"{'above' if per_user else 'under'} {what} on {accelerator.name} (the active weights streamed "
         "once per token from the replica's HBM, the prompt at the fastest dense peak): no run is "
         f"more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check {syntax.latency_unit} and the GPUs"
+    )
+
+
+# The longest a decode step may take, in multiples of the slowest one a GPU can run at its full
+# speed: every byte of its memory read once (weights and every request's KV cache live there) and a
+# whole prompt computed at the fastest dense peak. The slowest published steps take about 5 times
+# that (70B models under heavy load, MLPerf's interactive runs); 100 leaves 20 times over them, and a
+# time per token in the wrong unit (s for ms) is 1,000 times off
+DECODE_STEP_CEILING_FACTOR: Final = 100.0
+_DECODE_STEP_KEYS: Final = frozenset({"tpot_s", "itl_s"})
+
+
+def _check_step_not_too_long(
+    reading: Reading,
+    seconds: float,
+    accelerator: Accelerator,
+    floor: ServingFloor,
+    *,
+    per_user: bool,
+    syntax: RowSyntax,
+) -> None:
+    """Refuse a time per output token (a TPOT, an ITL, a one-user speed's time per token,
+    ``seconds``) over :data:`DECODE_STEP_CEILING_FACTOR` times the slowest decode step at full
+    speed (:data:`DECODE_STEP_CEILING_FACTOR`'s note): the unit was misread."""
+    slowest = accelerator.memory_nominal_bytes / accelerator.memory_bandwidth_bytes_per_s + floor.prefill_s
+    if seconds <= DECODE_STEP_CEILING_FACTOR * slowest:
+        return
+    what = "one token every" if per_user else "a time per token of"
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' is {what} {seconds:,.3g} s, "
+        f"{seconds / slowest:,.3g}x the slowest decode step on {accelerator.name} ({slowest * 1e3:.3g} ms: "
+        "every byte of a GPU's memory read once and a whole prompt at the fastest dense peak): no run is "
+        f"more than {DECODE_STEP_CEILING_FACTOR:g}x past it: a unit slip (ms written as s?); check "
+        f"{syntax.latency_unit}"
     )
 
 
@@ -310,9 +382,11 @@ def _check_under_a_day(reading: Reading, seconds: float, *, per_user: bool, synt
 
 
 __all__ = [
+    "DECODE_STEP_CEILING_FACTOR",
     "LATENCY_CEILING_S",
     "LATENCY_FLOOR_TOLERANCE",
     "SERVE_FLOP_PER_TOKEN_PER_PARAM",
+    "TRAINING_MIN_PEAK_FRACTION",
     "TRAIN_FLOP_PER_TOKEN_PER_PARAM",
     "ServingFloor",
     "check_below_peak",

@@ -539,6 +539,7 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
             f"('{metric}'): write {value:g} as the fraction, or the value as {value_text.strip()}%"
         )
     scope, size = _scope(lowered)
+    problem = problem or _scope_conflict(metric, scope, value_text)
     if scope == "job":  # the scope written beside the number: ``24k / node``, ``1,650 per GPU``
         scope, size = _scope(value_text.lower())
     if key in RATE_KEYS and scope == "gpu":
@@ -559,6 +560,32 @@ def _reading(metric: str, value_text: str, position: int, count: int, kind: str)
         flop_basis=_flop_basis(lowered),
         notes=notes,
         problem=problem,
+    )
+
+
+# Scopes a metric and the words beside its number may both state; two different ones are a conflict
+_STATED_SCOPES: Final = {"gpu": "per GPU", "node": "per node", "user": "per user"}
+
+
+def _scope_conflict(metric: str, metric_scope: str, value_text: str) -> str:
+    """Why a piece cannot be read (``''`` if it can): its metric states one scope and the words
+    beside its number another (``tokens/s per node`` over ``1000 per GPU``): which one the figure
+    is, the metric's division or none, is a guess either way.
+
+    >>> _scope_conflict("tokens/s per node", "node", "1000 per GPU").split(":")[0]
+    "metric 'tokens/s per node' is per node but its value '1000 per GPU' says per GPU"
+    >>> _scope_conflict("tokens/s per node", "node", "8,000 / node")
+    ''
+    >>> _scope_conflict("tokens/s", "job", "1,000 per GPU")
+    ''
+    """
+    value_scope, _ = _scope(value_text.lower())
+    if metric_scope == value_scope or metric_scope not in _STATED_SCOPES or value_scope not in _STATED_SCOPES:
+        return ""
+    return (
+        f"metric '{metric.strip()}' is {_STATED_SCOPES[metric_scope]} but its value '{value_text.strip()}' "
+        f"says {_STATED_SCOPES[value_scope]}: state the figure's scope once, in the metric cell or beside "
+        "the number"
     )
 
 

@@ -79,6 +79,7 @@ from lightspeed.sol.validation.train_degrees import (
     interleaving_of,
     micro_batch_of,
     per_device_micro_batch,
+    read_global_batch,
     stated_degrees,
     unreported_global_batch,
 )
@@ -291,8 +292,7 @@ def read_plan(
     degrees = degrees_of(row, num_gpus)
     seq_len = _row_seq_len(row, model)
     micro, device_note = per_device_micro_batch(row, micro_batch_of(row, seq_len), accelerator)
-    batch = global_batch_of(row.text("global_batch"), degrees.dp, seq_len)
-    batch_note = ""
+    batch, batch_note = read_global_batch(row.text("global_batch"), degrees.dp, seq_len)
     assumed_batch = batch is None
     if batch is None:
         batch, batch_note = unreported_global_batch(micro, degrees, metric)

@@ -599,7 +599,10 @@ def _model(fields: Fields, models: ModelRegistry, source: str) -> tuple[Transfor
 
 
 def _hardware(fields: Fields, catalog: Catalog) -> tuple[HardwareSpec, int]:
-    _check_keys(fields, {"system", "num_gpus", "fabric", "memory_gib", "power_limit_w"})
+    _check_keys(
+        fields,
+        {"system", "num_gpus", "fabric", "memory_gib", "power_limit_w", "nics_per_node", "nics_per_gpu"},
+    )
     system = fields.string("system")
     try:
         catalog.system(system)
@@ -610,7 +613,13 @@ def _hardware(fields: Fields, catalog: Catalog) -> tuple[HardwareSpec, int]:
         raise _fail(fields, "not a link of the catalog", "fabric", fabric, fix="see 'lightspeed hw list'")
     memory = fields.number("memory_gib") if fields.has("memory_gib") else None
     power = fields.number("power_limit_w") if fields.has("power_limit_w") else None
-    return HardwareSpec(system, memory, power, fabric), _whole(fields, "num_gpus", "64")
+    per_node, per_gpu = (
+        _whole(fields, key, "8") if fields.has(key) else None for key in ("nics_per_node", "nics_per_gpu")
+    )
+    if per_node is not None and per_gpu is not None:
+        raise _fail(fields, "give the NICs per node or per GPU, not both", "nics_per_gpu", per_gpu)
+    spec = HardwareSpec(system, memory, power, fabric, nics_per_node=per_node, nics_per_gpu=per_gpu)
+    return spec, _whole(fields, "num_gpus", "64")
 
 
 def _require(fields: Fields, key: str, example: str) -> None:

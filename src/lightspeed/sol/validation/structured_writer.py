@@ -40,7 +40,9 @@ def run_table(run: PublishedRun) -> dict[str, Any]:
         "converted_from": run.converted_from,
         "notes": list(spec.assumptions),
         "model": _model_table(spec.model, spec.model_name),
-        "hardware": _without_none(spec.hardware.to_dict()) | {"num_gpus": spec.num_gpus},
+        # the words a table's cell named its network with are how it was written, not the hardware
+        "hardware": _without_none(spec.hardware.to_dict() | {"network_text": None})
+        | {"num_gpus": spec.num_gpus},
     }
     if run.training is not None:
         table.update(_training_tables(run.training))

@@ -30,25 +30,43 @@ def global_batch_of(text: str, dp: int, seq_len: int) -> int | None:
     """Sequences a global-batch cell states: labelled (``gbs 512``), ``32/DP`` per replica,
     ``ramp to N``, sequences times their length (``2048 x 8192 tokens``), a token count
     (:func:`_sequences_of_tokens`), or a count of sequences (``2K`` is 2,048)."""
+    return read_global_batch(text, dp, seq_len)[0]
+
+
+def read_global_batch(text: str, dp: int, seq_len: int) -> tuple[int | None, str]:
+    """(sequences, note) of a global-batch cell (:func:`global_batch_of`); the note says how a cell
+    that counts tokens only (``1M tokens``) was cut into sequences, ``''`` otherwise.
+
+    >>> read_global_batch("1M tokens", 8, 8192)
+    (128, "global_batch '1M tokens' read as 128 sequences of 8,192 tokens (1,048,576 tokens)")
+    >>> read_global_batch("128 sequences of 8192 = 1M tokens", 8, 8192)
+    (128, '')
+    """
     lowered = with_magnitude_letters(text.lower())  # ``2 million tokens``: 2m
     labelled = _LABELLED_GLOBAL_BATCH.search(lowered)
     if labelled:
-        return int(labelled.group(1))
+        return int(labelled.group(1)), ""
     per_dp = re.search(r"(\d+)\s*(?:/|per)\s*dp\b", lowered)
     if per_dp:
-        return int(per_dp.group(1)) * dp
+        return int(per_dp.group(1)) * dp, ""
     ramp = _RAMP.search(lowered)
     if ramp:
-        return int(ramp.group(1) or ramp.group(2))
-    first = _SEQUENCES_FIRST.search(lowered)
+        return int(ramp.group(1) or ramp.group(2)), ""
+    first = _SEQUENCES_FIRST.search(lowered) or _COUNTED_SEQUENCES.search(lowered)
     if first and "token" in lowered:  # ``512 (1M tokens)``: the tokens say what the sequences hold
-        return size_cell(first.group(1) + first.group(2))
-    if "token" in lowered:
-        product = _SEQUENCES_TIMES_LENGTH.search(lowered)
-        if product:
-            return int(product.group(1).replace(",", ""))
-        return _sequences_of_tokens(lowered, dp, seq_len)
-    return size_cell(text)
+        return size_cell(first.group(1) + first.group(2)), ""
+    if "token" not in lowered:
+        return size_cell(text), ""
+    product = _SEQUENCES_TIMES_LENGTH.search(lowered)
+    if product:
+        return int(product.group(1).replace(",", "")), ""
+    sequences = _sequences_of_tokens(lowered, dp, seq_len)
+    if not sequences:  # none, or fewer tokens than one sequence (refused by the caller)
+        return sequences, ""
+    return sequences, (
+        f"global_batch '{text.strip()}' read as {sequences:,} sequences of {seq_len:,} tokens "
+        f"({sequences * seq_len:,} tokens)"
+    )
 
 
 # a global batch written with its label: ``gbs 512``, ``GBS=512``, Megatron-LM's ``--global-batch-size
@@ -66,6 +84,8 @@ _RAMP: Final = re.compile(
 _SEQUENCES_FIRST: Final = re.compile(
     r"^\s*(\d{1,3}(?:,\d{3})+|\d+)(?!\d|,\d)(k?)\s*(?:sequences?|seqs?|samples?)?\s*(?:\(|[,;]\s)"
 )
+# a count the cell calls sequences, whatever follows: ``128 sequences of 8192 = 1M tokens``
+_COUNTED_SEQUENCES: Final = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+)(?!\d|,\d)(k?)\s*(?:sequences?|seqs?)\b")
 # ``2048 x 8192 tokens``, ``512 sequences x 8192 tokens``: sequences times their length
 _SEQUENCES_TIMES_LENGTH: Final = re.compile(
     r"(\d[\d,]*)\s*(?:(?:sequences?|seqs?|samples?)\s*)?[x×*]\s*\d[\d,]*k?\s*(?:-?\s*token)"
