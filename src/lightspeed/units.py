@@ -399,6 +399,16 @@ def format_flop_per_s(rate_flop_per_s: float, digits: int = 4) -> str:
     return _scaled(rate_flop_per_s, _SI_STEPS, "FLOP/s", digits)
 
 
+def ordinal(number: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``11th``, ``22nd``.
+
+    >>> [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)]
+    ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '101st', '111th']
+    """
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
 def format_count(count: float, digits: int = 4) -> str:
     """``70.6e9`` -> ``'70.6 B'`` (K, M, B, T as used for parameters and tokens)."""
     steps = ((1.0, ""), (KILO, "K"), (MEGA, "M"), (GIGA, "B"), (TERA, "T"), (PETA, "P"))

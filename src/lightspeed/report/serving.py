@@ -28,7 +28,7 @@ from lightspeed.sol.serve.capacity_at_slo import (
     SeedCheck,
 )
 from lightspeed.sol.serve.run_metrics import SloResult
-from lightspeed.units import format_count, format_duration, format_percent
+from lightspeed.units import format_count, format_duration, format_percent, ordinal
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -651,17 +651,11 @@ def _recommended_text(result: GoodputSearchResult, analytic: str | None) -> str:
         (index for index, entry in enumerate(result.ranking, start=1) if entry.plan.describe() == analytic),
         None,
     )
-    ranked = f", ranked {_ordinal(place)} here" if place is not None else ""
+    ranked = f", ranked {ordinal(place)} here" if place is not None else ""
     return (
         f"; the recommended deployment, ranked on its simulated goodput (the analytic best above, "
         f"{analytic}{ranked}, prices a steady batch without a queue)"
     )
-
-
-def _ordinal(place: int) -> str:
-    """``1st``, ``2nd``, ``3rd``, ``11th``."""
-    suffix = "th" if 10 <= place % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(place % 10, "th")
-    return f"{place}{suffix}"
 
 
 def _sample_note(result: GoodputSearchResult) -> str:

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from lightspeed.report.console import make_console, render_table
 from lightspeed.sol import MemoryPlan
-from lightspeed.units import bytes_per_element, format_bytes, format_count, format_memory
+from lightspeed.units import bytes_per_element, format_bytes, format_count, format_memory, ordinal
 from lightspeed.workload import (
     MambaSpec,
     ModelRow,
@@ -99,14 +99,9 @@ def _moe_placement(spec: TransformerSpec) -> str:
     shown = ", ".join(map(str, layers[:2])) + (f", ..., {layers[-1]}" if len(layers) > 2 else "")
     first = f"{moe.num_dense_layers} dense layers first, then " if moe.num_dense_layers else ""
     return (
-        f"{first}every {_ordinal(moe.layer_frequency)} layer MoE (layers {shown}): "
+        f"{first}every {ordinal(moe.layer_frequency)} layer MoE (layers {shown}): "
         f"{spec.num_moe_layers} MoE, {spec.num_dense_layers} dense layers"
     )
-
-
-def _ordinal(number: int) -> str:
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
-    return f"{number}{suffix}"
 
 
 def _shape_lines(spec: TransformerSpec) -> list[str]:
