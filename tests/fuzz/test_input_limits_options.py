@@ -79,7 +79,7 @@ def test_the_cli_says_the_option_is_past_its_limit() -> None:
     outcome = check([*INFER, "--tp", DIGITS])
     assert outcome.code == 2
     assert "'--tp'" in outcome.err
-    assert "above the limit of 10,000,000 GPUs" in outcome.err
+    assert "above the limit of 10,000,000" in outcome.err  # a degree: GPUs, stages or ways, no unit
     _bounded(outcome.err)
 
 

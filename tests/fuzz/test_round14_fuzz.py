@@ -37,3 +37,11 @@ def test_round14_refusals_are_one_line(args: tuple[str, ...], words: str) -> Non
     assert outcome.code == 2, outcome.out[:200]
     assert words in outcome.err, outcome.err
     assert len(outcome.err.strip().splitlines()) == 1
+
+
+def test_round14_a_stage_count_of_zero_is_not_called_gpus() -> None:
+    # --pp counts pipeline stages: "0 GPUs is below the minimum" named the wrong thing
+    outcome = check(["simulate", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--pp", "0"])
+    assert outcome.code == 2
+    assert "'--pp': 0 is below the minimum" in outcome.err
+    assert "GPUs" not in outcome.err.split("allowed")[0]

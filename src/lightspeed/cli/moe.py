@@ -9,9 +9,9 @@ import click
 
 from lightspeed.cli._common import given_flags, json_option, print_json, refuse_together
 from lightspeed.cli.options import (
-    DEGREE,
     EXPERT_GROUPS,
     EXPERTS,
+    GPUS,
     HOLDOUT_FRACTION,
     LOAD_SKEW,
     LOAD_STEPS,
@@ -78,7 +78,7 @@ def _layout_options(function: Any) -> Any:
     "--replicas", "num_replicas", type=PHYSICAL_EXPERTS, required=True, help="Physical experts in all."
 )
 @_layout_options
-@click.option("--gpus", "num_gpus", type=DEGREE, required=True, help="GPUs of the EP group.")
+@click.option("--gpus", "num_gpus", type=GPUS, required=True, help="GPUs of the EP group.")
 @click.option(
     "--holdout",
     "holdout_paths",
@@ -257,7 +257,7 @@ def balance_json(placement: Any, layer_names: tuple[str, ...]) -> dict[str, Any]
 @click.option(
     "--gpus",
     "num_gpus",
-    type=DEGREE,
+    type=GPUS,
     default=8,
     show_default=True,
     help="GPUs to balance over for the replicas table.",

@@ -704,7 +704,7 @@ def _limits(name: str) -> dict[str, Any]:
 
 GPUS: Final = Integer(**_limits("GPUS"), suffixes=True, unit="GPUs", why="50x the largest cluster built")
 NODES: Final = Integer(minimum=1, maximum=MAX_NODES, suffixes=True, unit="nodes")
-DEGREE: Final = Integer(**_limits("DEGREE"), unit="GPUs")  # tp, pp, dp, ep, cp, replicas
+DEGREE: Final = Integer(**_limits("DEGREE"))  # tp, pp, dp, ep, cp, replicas: GPUs, stages or ways, so no unit
 SEQ_LEN: Final = Integer(
     **_limits("SEQ_LEN"), suffixes=True, unit="tokens", why="13x the longest context offered"
 )
