@@ -260,6 +260,14 @@ def check_ray(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Chec
     return Check("backend", "Ray", "ok", f"ray {version}; {where} answers")
 
 
+def refuse_malformed_ray_address(address: str) -> None:
+    """Refuse a ``--ray-address`` that is not ``HOST:PORT``, ``ray://HOST:PORT`` or ``auto``
+    (``http://``): bad input, where a well-formed address nothing answers at is a finding."""
+    from lightspeed.trace.ray_engine import parse_address  # the address grammar of --engine ray
+
+    parse_address(address, option="--ray-address")
+
+
 def ray_address_file() -> Path:
     """Where ``ray start`` writes the address of the cluster it started on this node, the file
     ``ray.init(address="auto")`` reads first: ``ray/ray_current_cluster`` under ``$RAY_TMPDIR``,
@@ -450,6 +458,7 @@ __all__ = [
     "extra_checks",
     "ray_address_file",
     "ray_current_cluster",
+    "refuse_malformed_ray_address",
     "run_checks",
     "sqlite_problem",
 ]

@@ -6,7 +6,7 @@ import click
 
 from lightspeed.cli._common import emit, json_option
 from lightspeed.cli.options import TIMEOUT
-from lightspeed.doctor import exporter_url, run_checks
+from lightspeed.doctor import exporter_url, refuse_malformed_ray_address, run_checks
 from lightspeed.report import render_doctor
 
 
@@ -16,6 +16,14 @@ def _exporter_form(ctx: click.Context, param: click.Parameter, value: str | None
     address nothing answers at is a doctor finding. An empty value is :func:`run_checks`' to refuse."""
     if value is not None and value.strip():
         exporter_url(value)
+    return value
+
+
+def _ray_address_form(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a ``--ray-address`` of another form (``http://``) in one line before any check runs,
+    as :func:`_exporter_form` does for ``--exporter``."""
+    if value is not None and value.strip():
+        refuse_malformed_ray_address(value)
     return value
 
 
@@ -29,6 +37,7 @@ def _exporter_form(ctx: click.Context, param: click.Parameter, value: str | None
 @click.option(
     "--ray-address",
     metavar="HOST:PORT",
+    callback=_ray_address_form,
     help="The Ray cluster to reach: HOST:PORT, ray://HOST:PORT or auto (the cluster 'ray start' "
     "started on this node); default $RAY_ADDRESS; none: a local Ray is started when needed.",
 )
@@ -49,7 +58,8 @@ def command(
     PostgreSQL at $LIGHTSPEED_STORE, a Prometheus exporter) with whether it answers: one line each.
 
     Exit code 0 whatever is missing or unreachable: the doctor reports, it does not fail. An
-    --exporter that is not HOST:PORT or an http(s) URL is bad input (exit code 2).
+    --exporter that is not HOST:PORT or an http(s) URL, or a --ray-address that is not HOST:PORT,
+    ray://HOST:PORT or auto, is bad input (exit code 2).
     """
     report = run_checks(exporter=exporter, ray_address=ray_address, dcgm_host=dcgm_host, timeout_s=timeout_s)
     emit(report, as_json, render_doctor)

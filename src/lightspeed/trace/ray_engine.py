@@ -81,6 +81,33 @@ def ray_map(
             ray.shutdown()
 
 
+def parse_address(address: str, option: str = "--address") -> tuple[str, int] | None:
+    """``(host, port)`` of a Ray address, ``None`` for ``auto``/``local`` (Ray's to find); a
+    :class:`UserInputError` naming ``option`` for one of another form. No network is touched.
+
+    >>> parse_address("ray://10.0.0.1:10001")
+    ('10.0.0.1', 10001)
+    >>> parse_address("auto") is None
+    True
+    >>> parse_address("http://", option="--ray-address")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lightspeed.errors.UserInputError: --ray-address 'http://' is not HOST:PORT, ray://HOST:PORT or auto; ...
+    """
+    target = address.strip().removeprefix("ray://")
+    if target in ("auto", "local"):
+        return None
+    host, _, port_text = target.rpartition(":")
+    host = host.strip("[]")  # an IPv6 host in brackets
+    if not host or "/" in host or not port_text.isdigit():
+        raise UserInputError(
+            f"{option} {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
+        )
+    if not 0 < int(port_text) < 65536:
+        raise UserInputError(f"{option} {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
+    return host, int(port_text)
+
+
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S, option: str = "--address") -> None:
     """Refuse at once a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers within
     ``timeout_s``, rather than leave Ray retrying it for minutes; ``auto`` is Ray's to find.
@@ -92,19 +119,12 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S, option: 
     ...
     lightspeed.errors.UserInputError: --address 'head-node' is not HOST:PORT, ray://HOST:PORT or auto; ...
     """
-    target = address.strip().removeprefix("ray://")
-    if target in ("auto", "local"):
+    parsed = parse_address(address, option)
+    if parsed is None:
         return
-    host, _, port_text = target.rpartition(":")
-    host = host.strip("[]")  # an IPv6 host in brackets
-    if not host or not port_text.isdigit():
-        raise UserInputError(
-            f"{option} {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
-        )
-    if not 0 < int(port_text) < 65536:
-        raise UserInputError(f"{option} {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
+    host, port = parsed
     try:
-        with socket.create_connection((host, int(port_text)), timeout=timeout_s):
+        with socket.create_connection((host, port), timeout=timeout_s):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__
