@@ -9,10 +9,10 @@ from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color
 from lightspeed.report.plots import add_legend, new_figure, plain_text
 from lightspeed.report.validation_rows import (
+    cell_text,
     error_text,
     figure_text,
     interval_text,
-    number_text,
     read_as_text,
 )
 from lightspeed.units import format_count, format_duration, format_memory, format_percent
@@ -307,8 +307,8 @@ def render_validation(report: ValidationReport) -> None:
         )
     rows = []
     for row in (report.rows[index] for index in shown):
-        measured = "-" if row.measured is None else number_text(row.measured)
-        predicted = "-" if row.predicted is None else number_text(row.predicted)
+        measured = "-" if row.measured is None else cell_text(row.metric, row.measured)
+        predicted = "-" if row.predicted is None else cell_text(row.metric, row.predicted)
         note = plain(row.reason) if row.status != "ok" else ""  # "[[row.also]]" is no markup
         rows.append(
             [

@@ -99,7 +99,8 @@ def _verdict(row: ValidationRow) -> str:
     interval = f", interval {interval_text(row)}" if row.interval is not None else ""
     counted = f" (FLOPs as {row.flop_convention})" if row.flop_convention else ""
     return (
-        f"measured {number_text(row.measured)}, predicted {number_text(row.predicted)}{counted} "
+        f"measured {cell_text(row.metric, row.measured)}, "
+        f"predicted {cell_text(row.metric, row.predicted)}{counted} "
         f"({error_text(row.rel_error)}){interval}"
     )
 
@@ -135,12 +136,26 @@ def _is_duration(metric: str) -> bool:
     return metric.endswith("_s") and not metric.endswith(_PER_SECOND)
 
 
+def cell_text(metric: str, value: float) -> str:
+    """A row's figure in the main validation table: a time to train in days (``84 d``, as the
+    table of other figures writes it) and bytes in GiB; every other metric in its own unit as
+    :func:`number_text` writes it (a step time of ``1.42`` s stays ``1.42``).
+
+    >>> cell_text("time_to_train_s", 7257600.0), cell_text("step_time_s", 1.42)
+    ('84 d', '1.42')
+    """
+    if metric.endswith("_bytes") or metric == "time_to_train_s":
+        return figure_text(metric, value)
+    return number_text(value)
+
+
 def interval_text(row: ValidationRow) -> str:
     """``low-high`` of the prediction's error bars, marked when the measured value is outside."""
     if row.interval is None:
         return ""
     low, high = row.interval
-    return f"{number_text(low)}-{number_text(high)}" + ("" if row.covered else " (outside)")
+    outside = "" if row.covered else " (outside)"
+    return f"{cell_text(row.metric, low)}-{cell_text(row.metric, high)}{outside}"
 
 
 def _plan_lines(plan: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -189,6 +204,7 @@ def _value(value: Any) -> str:
 
 __all__ = [
     "EXPLAIN_ALL",
+    "cell_text",
     "error_text",
     "explained_rows",
     "figure_text",

@@ -19,7 +19,9 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   ``IB 50GB/s``), or a speed in Gb/s next to a network's name (``RoCE 100G``, ``100G Ethernet``,
   ``100 Gbps RoCE``, ``InfiniBand 200Gb/s``, ``1x 100GbE per node``) is the catalog link of that
   family and speed (``ethernet-100g``; a speed no catalog link has is refused, naming those that
-  exist), with the NICs the text counts (``1x ... per node``, ``4*100Gb``); ``RoCE`` alone is 400
+  exist), with the NICs the text counts (``1x ... per node``, ``4*100Gb``); an EFA speed with
+  no count is the instance's total, as AWS quotes it (``p4d EFA 400 Gb/s`` is p4d's own 4 x 100,
+  ``EFA 400 Gbps`` on another node one 400 Gb/s NIC, not 8); ``RoCE`` alone is 400
   Gb/s; else the system's own NICs. A speed next to a network's name is never a memory size
   (``100G Ethernet`` is no 100 GB part), and the assumptions say which fabric a row that names
   one ran over;
@@ -93,6 +95,8 @@ _WORD_BEFORE: Final = {
     False: re.compile(r"([A-Za-z0-9]+)\s*$"),
 }
 _WORD_AFTER: Final = re.compile(r"^\s*([A-Za-z0-9]+)")
+# a NIC count written before the network's name (``8x EFA 400 Gb/s``, ``4 x InfiniBand 200Gb/s``)
+_COUNT_BEFORE_NAME: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×*]\s*$")
 _PER_NODE_AFTER: Final = re.compile(r"^[\s\w-]{0,24}?\bper\s+(?P<what>node|server|host|gpu)\b", re.IGNORECASE)
 # Words end at spaces, punctuation and underscores: MLPerf's system ids glue their parts with
 # ``_`` (``8xMI325X_2xEPYC_9575F``, ``GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT``).
@@ -313,11 +317,15 @@ def _stated_links(text: str) -> list[_StatedLink]:
         start = before.start() if before and family_before else match.start()
         end = match.end() + (after.end() if after and family_after else 0)
         per = _PER_NODE_AFTER.match(text[match.end() :])
+        count = match["count"]
+        counted_name = _COUNT_BEFORE_NAME.search(text[:start]) if family_before else None
+        if count is None and counted_name:  # ``8x EFA 400 Gb/s``: the count before the name
+            count, start = counted_name.group(1), counted_name.start()
         found.append(
             _StatedLink(
                 family=family,
                 gbit_per_s=int(match["number"]) * _BITS_PER_UNIT.get(match["unit"], 1),
-                count=int(match["count"]) if match["count"] else None,
+                count=int(count) if count else None,
                 per=("gpu" if per["what"].lower() == "gpu" else "node") if per else "",
                 words=text[start:end].strip(" ,;:()"),
             )
@@ -363,13 +371,15 @@ class _Network:
 _NAMED_NETWORK: Final = re.compile(r"\b(?:roce(?:v2)?|ethernet|infiniband|ib|efa|[nhxe]dr)\b", re.IGNORECASE)
 
 
-def _network(catalog: Catalog, text: str) -> _Network:
+def _network(catalog: Catalog, text: str, system: System) -> _Network:
     """The network a cell states: a speed beside a network's name (:func:`_stated_links`), else a
     keyword (:data:`FABRIC_KEYWORDS`), else the network's name alone (no fabric: the system's own
     NICs, said in the notes); an empty one where the cell names none."""
     stated = _stated_links(text)
     if stated:
         first = stated[0]
+        if first.family == "efa" and first.count is None and not first.per:
+            return _efa_instance_total(catalog, system, first, text)
         fabric = _link_of(catalog, first, text)
         if first.per == "gpu":
             return _Network(fabric, nics_per_gpu=first.count or 1, text=first.words)
@@ -377,6 +387,25 @@ def _network(catalog: Catalog, text: str) -> _Network:
         return _Network(fabric, nics_per_node=per_node, text=first.words)
     named = _NAMED_NETWORK.search(text)
     return _Network(_keyword_fabric(catalog, text), text=named.group(0) if named else "")
+
+
+def _efa_instance_total(catalog: Catalog, system: System, stated: _StatedLink, text: str) -> _Network:
+    """An EFA speed written with no NIC count: AWS quotes EFA per instance (p4d.24xlarge 400 Gbps
+    on 4 cards of 100, p5.48xlarge 3,200 on 32 of 100), so it is the node's total. The system's
+    own EFA NICs where their total (or one of them) is that speed; else the total on NICs of the
+    fastest catalog EFA link whose speed divides it."""
+    own = system.scale_out
+    if own is not None and own.link.family == "efa":
+        each_gbit_per_s = round(_gbit_per_s(own.link))
+        if stated.gbit_per_s in (each_gbit_per_s, each_gbit_per_s * own.num_links):
+            return _Network(own.link.name, text=stated.words)
+    for link in sorted(
+        (link for link in catalog.links.values() if link.family == "efa"), key=_gbit_per_s, reverse=True
+    ):
+        each_gbit_per_s = round(_gbit_per_s(link))
+        if each_gbit_per_s and stated.gbit_per_s % each_gbit_per_s == 0:
+            return _Network(link.name, nics_per_node=stated.gbit_per_s // each_gbit_per_s, text=stated.words)
+    return _Network(_link_of(catalog, stated, text), nics_per_node=1, text=stated.words)
 
 
 def _without_own_count(system: System, network: _Network) -> _Network:
@@ -395,7 +424,7 @@ def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
     """(hardware, the words that named its system) of a hardware cell (see the module docs)."""
     system, span = named_system(catalog, text)
     memory, power = _variant_figures(system.accelerator, text)
-    network = _without_own_count(system, _network(catalog, text))
+    network = _without_own_count(system, _network(catalog, text, system))
     part = _named_part(catalog, system, text, memory) if memory is not None else None
     if part is not None:  # ``H100 80GB HBM3 700W (Meta Grand Teton)``: that part in that server
         memory, power = _variant_figures(part, text)
