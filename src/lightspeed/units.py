@@ -409,6 +409,15 @@ def ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` with its noun in the right number: ``1 GPU``, ``2 GPUs``, ``1,024 GPUs``.
+
+    >>> counted(1, "GPU"), counted(8, "GPU"), counted(1024, "GPU"), counted(2, "batch", "batches")
+    ('1 GPU', '8 GPUs', '1,024 GPUs', '2 batches')
+    """
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def format_count(count: float, digits: int = 4) -> str:
     """``70.6e9`` -> ``'70.6 B'`` (K, M, B, T as used for parameters and tokens)."""
     steps = ((1.0, ""), (KILO, "K"), (MEGA, "M"), (GIGA, "B"), (TERA, "T"), (PETA, "P"))

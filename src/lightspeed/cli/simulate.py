@@ -494,7 +494,10 @@ def _run(
     if values["sweep"] or plot_path is not None:
         sweep = load_sweep(deployment, workload=workload, slo=slo, seed=seed)
     title = f"{deployment.model.name}, {deployment.plan.describe()}"
-    written = save_latency_load_plot(sweep, plot_path, title=title) if plot_path is not None else []
+    marked = _marked_rate(workload, capacity.max_rate_per_s if capacity is not None else None)
+    written = []
+    if plot_path is not None:
+        written = save_latency_load_plot(sweep, plot_path, title=title, marked_rate=marked)
     source, reason = _requests_basis(workload, values, benchmark)
     if source == "mlperf-samples" or (source == "--requests" and workload.trace is not None):
         click.echo(f"lightspeed: note: {reason}", err=True)
@@ -529,6 +532,15 @@ def _slo_source(values: dict[str, Any], benchmark: MlperfWorkload | None) -> str
     if values["slo_spec"] is not None or benchmark is None:
         return "--slo"
     return f"MLPerf {benchmark.display_name} {values['scenario']}'s SLO"
+
+
+def _marked_rate(workload: ServingWorkload, capacity_rate_per_s: float | None) -> tuple[float, str] | None:
+    """The rate to mark on the latency-load figure: the highest rate at the SLO where one was
+    searched, else the run's own arrival rate (none for offline or fixed-concurrency runs)."""
+    if capacity_rate_per_s is not None:
+        return capacity_rate_per_s, "highest rate at the SLO"
+    rate_per_s = workload.arrivals.rate_per_s
+    return (rate_per_s, "this run's rate") if rate_per_s is not None else None
 
 
 def _at_rate(arrivals: ArrivalProcess, rate_per_s: float) -> ArrivalProcess:

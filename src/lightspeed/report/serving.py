@@ -669,10 +669,18 @@ def _sample_note(result: GoodputSearchResult) -> str:
     return f"; the rate is one sample of the arrivals (seed {result.seed}): --seed draws another"
 
 
-def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figure:
+def latency_load_figure(
+    points: Sequence[LoadPoint], *, title: str = "", marked_rate: tuple[float, str] | None = None
+) -> Figure:
     """TTFT and TPOT (p50 solid, p99 dashed) against the arrival rate, on two axes; a rate whose
-    run did not settle (:class:`Settling`: its latencies a lower bound) is ringed in black."""
+    run did not settle (:class:`Settling`: its latencies a lower bound) is ringed in black.
+    ``marked_rate`` is (requests/s, label): the run's own rate (or the highest rate at the SLO),
+    drawn as a dotted vertical line so the run can be found on the curve."""
     figure, axes = new_figure(7.0, 4.5)
+    if marked_rate is not None and math.isfinite(marked_rate[0]) and marked_rate[0] > 0:
+        rate_per_s, label = marked_rate
+        rate_label = f"{label} ({rate_per_s:.3g}/s)"
+        axes.axvline(rate_per_s, color="black", linestyle=":", linewidth=1.2, label=rate_label)
     rates = [point.rate_per_s for point in points]
     unsettled = [index for index, point in enumerate(points) if point.settled is False]
     for key, label, color in (("ttft", "TTFT", "predicted"), ("tpot", "TPOT", "measured")):
@@ -699,15 +707,22 @@ def latency_load_figure(points: Sequence[LoadPoint], *, title: str = "") -> Figu
     return figure
 
 
-def save_latency_load_plot(points: Sequence[LoadPoint] | None, path: Path, *, title: str = "") -> list[Path]:
-    """Write the latency-versus-load figure to ``path`` (its suffix picks the format).
+def save_latency_load_plot(
+    points: Sequence[LoadPoint] | None,
+    path: Path,
+    *,
+    title: str = "",
+    marked_rate: tuple[float, str] | None = None,
+) -> list[Path]:
+    """Write the latency-versus-load figure to ``path`` (its suffix picks the format), with
+    ``marked_rate`` as :func:`latency_load_figure` draws it.
     ``points=None`` draws nothing: it checks, as every ``--plot`` does
     (:func:`~lightspeed.report.plots.check_plot_targets`), that the plot can be written there and
     returns the files it would be, so that ``simulate`` refuses a bad path before it runs."""
     stem, formats = plot_paths(path, name="latency-load", default_formats=("png", "svg"))
     if points is None:
         return check_plot_targets(stem, formats)
-    return save_figure(latency_load_figure(points, title=title), stem, formats)
+    return save_figure(latency_load_figure(points, title=title, marked_rate=marked_rate), stem, formats)
 
 
 def number_field(data: JsonObject, key: str) -> float:

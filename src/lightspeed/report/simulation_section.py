@@ -119,7 +119,9 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         )
         charts.append(
             chart_from_figure(
-                latency_load_figure(points), name=f"sweep-{index}", title="latency against load"
+                latency_load_figure(points, marked_rate=_marked_rate(data)),
+                name=f"sweep-{index}",
+                title="latency against load",
             )
         )
     return ReportSection(
@@ -129,6 +131,19 @@ def serving_section(data: JsonObject, *, source: str, index: int = 1) -> ReportS
         tables=tuple(tables),
         charts=tuple(charts),
     )
+
+
+def _marked_rate(data: JsonObject) -> tuple[float, str] | None:
+    """The run's own arrival rate, to mark on its latency-load chart: the highest rate at the SLO
+    where the run was a capacity search's (its run is at that rate); none for offline or
+    fixed-concurrency runs."""
+    workload = data.get("workload")
+    arrivals = workload.get("arrivals") if isinstance(workload, Mapping) else None
+    rate_per_s = number_field(arrivals, "rate_per_s") if isinstance(arrivals, Mapping) else math.nan
+    if not math.isfinite(rate_per_s) or rate_per_s <= 0:
+        return None
+    searched = isinstance(data.get("capacity"), Mapping)
+    return rate_per_s, "highest rate at the SLO" if searched else "this run's rate"
 
 
 def _title_details(data: JsonObject) -> str:

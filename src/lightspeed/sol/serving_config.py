@@ -21,6 +21,7 @@ from lightspeed.sol.infer.plan import (
     SpeculativeDecoding,
 )
 from lightspeed.sol.infer.serving import BATCHING_MODES
+from lightspeed.units import counted
 from lightspeed.workload import TransformerSpec
 from lightspeed.workload.recurrent import STATE_PRECISIONS
 
@@ -258,9 +259,9 @@ class ServingConfig(ServingJob):
         degrees = f"tp x dp-attention x pp = {self.tp} x {self.dp_attention} x {self.pp} = {per_replica}"
         if per_replica > num_gpus:
             return (
-                f"one replica of {degrees} GPUs does not fit on {num_gpus} GPUs; give --gpus {per_replica} "
-                f"(or a multiple of it), or smaller degrees (--tp, --pp, --dp-attention) whose product "
-                f"divides {num_gpus}"
+                f"one replica of {degrees} GPUs does not fit on {counted(num_gpus, 'GPU')}; "
+                f"give --gpus {per_replica} (or a multiple of it), or smaller degrees (--tp, --pp, "
+                f"--dp-attention) whose product divides {num_gpus}"
             )
         below = num_gpus // per_replica * per_replica
         part = f", or --replicas N to use N x {per_replica} of them" if self.num_gpus is None else ""
