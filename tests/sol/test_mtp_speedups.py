@@ -39,8 +39,9 @@ def test_the_acceptance_rate_yields_the_published_tokens_per_pass(drafts: int) -
 
 
 def test_mtp_speedups_match_the_published_table_with_the_default_draft_cost() -> None:
-    # 1.78x, 2.25x, 2.28x, 2.21x, 2.15x over 111 tokens/s: each predicted within 6% (MTP 3 is the
-    # farthest, +5.0%), their median within 2.5%. Without the
+    # 1.78x, 2.25x, 2.28x, 2.21x, 2.15x over 111 tokens/s: each predicted within 6% (at most 2.1%
+    # since a verify pass's busiest EP rank reads the experts its 4 tokens reach), their median
+    # within 2.5%. Without the
     # draft steps' cost MTP 4 would come out 19% fast (2.63x); at 1/61 (one layer's share of the
     # model) 12% fast (2.48x): a batch-1 draft step is latency-bound.
     speedups = _benchmark().mtp_speedups()
@@ -52,6 +53,8 @@ def test_mtp_speedups_match_the_published_table_with_the_default_draft_cost() ->
         assert entry["draft_cost_fraction"] == 0.05
         assert abs(entry["error"]) <= 0.06, entry
     assert statistics.median(abs(entry["error"]) for entry in speedups) <= 0.025
-    # the speed-up peaks at 3 positions in both: later positions are rarely kept
+    # the speed-up flattens from 2 positions in both (measured 2.25x, 2.28x, 2.21x, within 3%): later
+    # positions are rarely kept, and each adds a draft step and experts to read
     best = max(speedups, key=lambda entry: entry["predicted_speedup"])
-    assert best["draft_tokens"] in (3, 4)
+    assert best["draft_tokens"] in (2, 3, 4)
+    assert speedups[4]["predicted_speedup"] < best["predicted_speedup"]
