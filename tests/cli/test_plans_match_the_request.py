@@ -48,7 +48,8 @@ def _refused(result: Any, *fragments: str) -> None:
         (
             ("plan", "train", "--model", "llama-3-405b", "--system", "dgx-h100", "--gpus", "2048",
              "--tp", "8", "--pp", "16", "--vpp", "4", "--global-batch", "2048"),
-            ("126 layers", "try vpp=1 with pp=14"),
+            # pp=14 (the old hint) does not divide the 2,048 / tp 8 = 256 GPUs per tensor group
+            ("126 layers", "allow uneven stages (--uneven-pipeline)"),
         ),
         # TensorRT-LLM runs on NVIDIA GPUs only: its profile used to price an MI300X deployment
         (

@@ -20,7 +20,7 @@ def _plan(**changes: object) -> TrainingPlan:
     ("changes", "message"),
     [
         ({"tp": 3}, r"tp=3 does not divide the 64 attention heads .* try tp=2"),
-        ({"pp": 3}, r"pp x vpp = 3 does not divide the 80 layers .* try pp=2 or allow uneven stages"),
+        ({"pp": 3}, r"pp x vpp = 3 does not divide the 80 layers .* try pp=2, or allow uneven stages"),
         (
             {"micro_batch_size": 3},
             r"micro-batch 3 does not divide the 32 sequences per replica; try micro-batch size 2",

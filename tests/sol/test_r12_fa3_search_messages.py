@@ -108,35 +108,29 @@ def test_a_named_plan_that_does_not_fit_says_how_fast_it_would_be(run_cli) -> No
 def test_a_named_plan_on_the_wrong_gpu_count_is_refused_in_its_own_syntax(
     catalog: Catalog, models: ModelRegistry
 ) -> None:
-    result = search_training(
-        model=models.get("llama-3-70b"),
-        cluster=catalog.cluster("dgx-h100", num_accelerators=64),
-        global_batch_size=128,
-        seq_len=8192,
-        compare_plan=TrainingPlan(tp=2, pp=2, dp=3),
-    )
-    assert result.plans  # the search still answers
-    assert result.compared is None
-    refused = result.compared_refused
-    assert refused is not None
-    assert refused.startswith("--compare-plan")
-    assert "dp=16" in refused  # 64 GPUs / (tp 2 x pp 2) = 16 replicas
-    assert "--dp" not in refused
+    # refused before the search runs (round 15: it was refused beside the results)
+    with pytest.raises(InvalidPlanError, match=r"^--compare-plan: .*dp=16") as raised:  # 64 / (2 x 2)
+        search_training(
+            model=models.get("llama-3-70b"),
+            cluster=catalog.cluster("dgx-h100", num_accelerators=64),
+            global_batch_size=128,
+            seq_len=8192,
+            compare_plan=TrainingPlan(tp=2, pp=2, dp=3),
+        )
+    assert "--dp" not in str(raised.value)
 
 
 def test_a_named_plan_the_stack_refuses_is_refused_beside_the_results(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # refused in one line before the search runs (round 15: it ran the search, exit 0)
     result = run_cli(*SEARCH_70B, "--compare-plan", "zero=3,pp=2")
-    assert result.code == 0, result.err
-    assert "best plans" in result.out
-    text = " ".join(result.out.split())
-    assert "named plan: --compare-plan refused:" in text
-    assert "zero=1" in text
-    assert "pp=1" in text
-    assert "--zero" not in text
-    assert "--pp" not in text
-    payload = json.loads(run_cli(*SEARCH_70B, "--compare-plan", "zero=3,pp=2", "--json").out)
-    assert payload["compared"] is None
-    assert "zero=1" in payload["compared_refused"]
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err.count("\n") == 1
+    assert "--compare-plan:" in result.err
+    assert "zero=1" in result.err
+    assert "pp=1" in result.err
+    assert "--zero" not in result.err
+    assert "--pp" not in result.err
 
 
 def test_every_flag_rewritten_is_a_compare_plan_key() -> None:

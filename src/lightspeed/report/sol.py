@@ -164,7 +164,8 @@ def render_search_result(result: SearchResult) -> None:
     if result.ties:
         ties = [_plan_row(str(rank), estimate) for rank, estimate in enumerate(result.ties, start=1)]
         render_table(
-            f"ties within {format_percent(result.tolerance)} of the best (the model's error), simplest first",
+            f"ties within {format_percent(result.tolerance)} of the best (the model's error between plans), "
+            "simplest first",
             headers,
             ties,
             console=console,
@@ -218,8 +219,8 @@ def _print_margins(console: Console, result: SearchResult) -> None:
     verdict = "a tie" if margin <= result.tolerance else "a clear win"
     console.print(
         f"[bold]margin over #2:[/bold] {margin:.1%} per step, {verdict} against the model's error "
-        f"of {format_percent(result.tolerance)} (80% of published runs: step {format_duration(low)}-"
-        f"{format_duration(high)})"
+        f"between plans of {format_percent(result.tolerance)} (80% of published runs: step "
+        f"{format_duration(low)}-{format_duration(high)})"
     )
 
 

@@ -47,7 +47,7 @@ from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
 from lightspeed.files import check_input
 from lightspeed.limits import OPTION_BOUNDS
 from lightspeed.records import JsonDict, Record
-from lightspeed.sol.core.stacks import Stack, load_stack
+from lightspeed.sol.core.stacks import PIPELINE_SCHEDULES, Stack, load_stack
 from lightspeed.sol.train.plan import (
     ATTENTION_IMPLEMENTATIONS,
     EP_DISPATCHERS,
@@ -582,19 +582,23 @@ class TrainingSearchConfig(TrainingJob):
     KIND: ClassVar[str] = "training-search"
 
     top: int = setting(5, option_type="ROWS", help="Plans to show.")
-    schedules: str = setting(
-        "1f1b",
+    schedules: str | None = setting(
+        None,
         help="Pipeline schedules to try, comma-separated (1f1b, gpipe, zb1p, dualpipe, dualpipev); "
-        "interleaving is tried through vpp.",
+        "interleaving is tried through vpp (default: 1f1b, and the stack's own schedule where it has "
+        "one, e.g. dualpipe under deepseek-2024).",
     )
     allow_cross_domain_tp: bool = setting(False, help="Also try TP groups larger than the NVLink domain.")
     compare_plan: str | None = setting(
         None, help="A plan to rank against the search, e.g. 'tp=8,pp=16,vpp=6,mb=1,recompute=partial'."
     )
 
-    def schedule_names(self) -> tuple[str, ...]:
-        """The schedules to try, from the comma-separated text; an empty item or a schedule named
-        twice is refused (:func:`~lightspeed.units.parse_items`)."""
+    def schedule_names(self) -> tuple[str, ...] | None:
+        """The schedules to try, from the comma-separated text (``None`` unset: the stack's
+        defaults, :func:`~lightspeed.sol.train.search.default_schedules`); an empty item or a
+        schedule named twice is refused (:func:`~lightspeed.units.parse_items`)."""
+        if self.schedules is None:
+            return None
         return parse_items(self.schedules, "--schedules", example="1f1b,gpipe")
 
 
@@ -654,6 +658,11 @@ def parse_plan_text(text: str, num_gpus: int, *, stack: str | None = None) -> Js
         named[name] = key.strip()
         value = value.strip()
         if name in ("recompute", "schedule"):
+            allowed = RECOMPUTE if name == "recompute" else PIPELINE_SCHEDULES
+            if value not in allowed:
+                raise UserInputError(
+                    f"--compare-plan: {key.strip()}={value[:40]!r} is not one of {', '.join(allowed)}"
+                )
             fields[name] = value
             continue
         if not value.isdigit() or int(value) < (0 if name == "zero_stage" else 1):

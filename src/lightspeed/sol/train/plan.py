@@ -369,6 +369,32 @@ def _check_tensor_parallel(plan: TrainingPlan, model: TransformerSpec) -> None:
 _END_CHUNKS = 2
 
 
+def _pipeline_sizes(plan: TrainingPlan, sizes: list[int]) -> list[int]:
+    """The pipeline sizes among ``sizes`` that the plan's GPUs split into (they divide
+    GPUs / (tp x cp)) and that are within a factor of two of its own pp (a much shorter pipeline
+    rarely fits where the asked one was needed)."""
+    width = plan.num_gpus // (plan.tp * plan.cp)
+    return [p for p in sizes if width % p == 0 and plan.pp <= 2 * p and p <= 2 * plan.pp]
+
+
+def _even_pipeline_fix(plan: TrainingPlan, model: TransformerSpec) -> str:
+    """An even split near the plan's (``try pp=...; ``), or nothing where no pipeline size both
+    divides the layers and splits the GPUs (then only uneven stages run it)."""
+    layers = model.num_layers
+    stages = _pipeline_sizes(plan, [d // plan.vpp for d in divisors(layers) if d % plan.vpp == 0])
+    if stages:
+        return f"try pp={nearest(plan.pp, stages)}, or "
+    vpps = [v for v in divisors(layers) if layers % (v * plan.pp) == 0]
+    if vpps and plan.vpp > 1:  # the plan's pp with other virtual chunks (126 layers, vpp=4)
+        return f"no pp splits them into vpp={plan.vpp} chunks; try vpp={nearest(plan.vpp, vpps)}, or "
+    plain = _pipeline_sizes(plan, divisors(layers))
+    if plan.vpp > 1 and plain:
+        return (
+            f"no pp splits them into vpp={plan.vpp} chunks; try vpp=1 with pp={nearest(plan.pp, plain)}, or "
+        )
+    return ""
+
+
 def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
     if plan.vpp > 1 and plan.pp == 1:
         raise InvalidPlanError(
@@ -388,20 +414,9 @@ def _check_pipeline(plan: TrainingPlan, model: TransformerSpec) -> None:
             f"pp x vpp = {chunks} pipeline chunks exceed the {model.num_layers} layers of {model.name}{fix}"
         )
     if model.num_layers % chunks and not plan.uneven_pipeline:
-        stages = [d // plan.vpp for d in divisors(model.num_layers) if d % plan.vpp == 0]
-        if stages:
-            fix = f"try pp={nearest(plan.pp, stages)}"
-        else:  # no pp at all with this vpp (126 layers in chunks of vpp=4)
-            vpps = [v for v in divisors(model.num_layers) if model.num_layers % (v * plan.pp) == 0]
-            fix = (
-                f"no pp splits them into vpp={plan.vpp} chunks; try vpp={nearest(plan.vpp, vpps)}"
-                if vpps
-                else f"no pp splits them into vpp={plan.vpp} chunks; try vpp=1 with "
-                f"pp={nearest(plan.pp, divisors(model.num_layers))}"
-            )
         raise InvalidPlanError(
             f"pp x vpp = {chunks} does not divide the {model.num_layers} layers of {model.name}; "
-            f"{fix} or allow uneven stages (--uneven-pipeline)"
+            f"{_even_pipeline_fix(plan, model)}allow uneven stages (--uneven-pipeline)"
         )
     _check_schedule(plan)
     schedule = plan.effective_schedule

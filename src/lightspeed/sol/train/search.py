@@ -64,6 +64,9 @@ DEFAULT_MICRO_BATCHES = (1, 2, 4, 8, 16)
 DEFAULT_VPPS = (1, 2, 3, 4, 6, 8)
 DEFAULT_CPS = (1, 2, 4, 8, 16)
 DEFAULT_ZERO_STAGES = (0, 1, 2, 3)
+# The pipeline schedule a stack's own runs use, searched beside 1F1B by default: DeepSeek-V3's
+# DualPipe (DeepSeek-V3 Technical Report, section 3.2.1).
+OWN_SCHEDULES = {"deepseek-2024": "dualpipe"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,23 @@ class SearchResult(Record):
     def plans_per_s(self) -> float:
         """Search throughput."""
         return self.num_plans_evaluated / max(self.elapsed_s, 1e-9)
+
+
+def default_schedules(stack: Stack) -> tuple[str, ...]:
+    """The schedules a search tries unless told: 1F1B (interleaved through vpp), and the stack's
+    own where it has one.
+
+    >>> default_schedules(load_stack("deepseek-2024"))
+    ('1f1b', 'dualpipe')
+    """
+    own = OWN_SCHEDULES.get(stack.name)
+    return ("1f1b",) if own is None or not stack.runs_schedule(own) else ("1f1b", own)
+
+
+def _schedules_note(schedules: Sequence[str]) -> str:
+    """Which pipeline schedules the search tried (interleaving through vpp under 1F1B)."""
+    names = ", ".join(schedules)
+    return f"schedules searched: {names} (interleaved through vpp); others with --schedules"
 
 
 def default_space(
@@ -538,7 +558,7 @@ def search_training(
     efficiency: EfficiencyModel | None = None,
     flop_convention: str = DEFAULT_FLOP_CONVENTION,
     num_tokens: float | None = None,
-    schedules: tuple[str, ...] = ("1f1b",),
+    schedules: tuple[str, ...] | None = None,
     max_tp: int | None = None,
     sharp: bool = False,
     num_gpus: int | None = None,
@@ -557,14 +577,16 @@ def search_training(
     single node only. With ``require_fit`` a search where no plan fits raises
     :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run.
     ``expert_balance`` gives each plan the expert imbalance of its EP layout (and
-    its redundant experts) instead of the template's scalar.
+    its redundant experts) instead of the template's scalar. ``schedules`` ``None`` tries
+    :func:`default_schedules` of the stack.
     """
     started = time.perf_counter()
     check_whole("top", top, maximum=MAX_ROWS, error=InvalidPlanError)
     context = check_context(model, seq_len)  # a learned position table cannot run past its end
     num_gpus = _searched_gpus(cluster, num_gpus)
-    _check_schedules(schedules)
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
+    schedules = default_schedules(profile) if schedules is None else schedules
+    _check_schedules(schedules)
     space = space or default_space(model, num_gpus, seq_len, schedules, max_tp, stack=profile)
     template = template or TrainingPlan()
     sequence_parallel = (
@@ -577,6 +599,7 @@ def search_training(
     )
     hardware = hardware_for(cluster, precision, efficiency, sharp, profile)
     experts = _Experts(expert_balance, hardware.domain_size)
+    named_plan = None if compare_plan is None else _named_plan(compare_plan, base, model, num_gpus, profile)
     physical = expert_balance.num_physical_experts if expert_balance else base.num_physical_experts
     columns, refusals = _valid_columns(
         space, model, num_gpus, global_batch_size, seq_len, stack=profile, num_physical_experts=physical
@@ -597,16 +620,12 @@ def search_training(
     ctx = _Context(base, model, hardware, num_gpus, flop_convention, num_tokens, experts)
     plans = _estimates(ctx, columns, order)
     ties = _estimates(ctx, columns, tied) if tied.size else ()
-    compared, refused = None, None
+    compared = None
     shown = [*plans[:top], *ties]
-    if compare_plan is not None:
-        try:
-            named = _named_estimate(ctx, compare_plan)
-        except InvalidPlanError as error:  # refused beside the results, not instead of them
-            refused = f"--compare-plan refused: {compare_plan_reason(error)}"
-        else:
-            compared = compare(named, steps, fits, tolerance)
-            shown.append(named)
+    if named_plan is not None:
+        named = _named_estimate(ctx, named_plan)
+        compared = compare(named, steps, fits, tolerance)
+        shown.append(named)
     return SearchResult(
         model=model.name,
         system=cluster.name,
@@ -622,12 +641,12 @@ def search_training(
         compared=compared,
         notes=(
             *context,
+            _schedules_note(space.schedules),
             *_search_notes(hardware, base, model),
             *refusals,
             *merged,
             *_uneven_note(shown, model),
         ),
-        compared_refused=refused,
     )
 
 
@@ -638,11 +657,20 @@ def _uneven_note(plans: Sequence[TrainingEstimate], model: TransformerSpec) -> t
     if not uneven:
         return ()
     first = uneven[0]
+    where = _uneven_where(first, model.num_layers)
     return (
         f"* uneven stages: pp x vpp does not divide the {model.num_layers} layers of {model.name} "
-        f"(pp={first.pp} vpp={first.vpp}: {first.pp * first.vpp} chunks), so the last stage takes fewer; "
+        f"(pp={first.pp} vpp={first.vpp}: {first.pp * first.vpp} chunks), so {where}; "
         "plan train runs such a plan with --uneven-pipeline (Megatron's account-for-embedding/loss splits)",
     )
+
+
+def _uneven_where(plan: TrainingPlan, num_layers: int) -> str:
+    """Where an uneven split's missing layers go: inside equal stages where pp divides the layers
+    (their virtual chunks differ: 80 layers on pp=2 vpp=6 are 40 a stage), else off the end stages."""
+    if num_layers % plan.pp == 0:
+        return f"each stage holds {num_layers // plan.pp} layers in virtual chunks of unequal size"
+    return "the end stages (embedding, head and loss) take fewer layers"
 
 
 @dataclass(frozen=True)
@@ -678,19 +706,30 @@ def _estimates(
     )
 
 
-def _named_estimate(ctx: _Context, plan: TrainingPlan) -> TrainingEstimate:
-    """The estimate of a plan the caller names, on the search's batch, sequence, precision and stack
-    (uneven stages allowed as in the search, e.g. Llama 3 405B's 126 layers on PP16 x VPP6)."""
+def _named_plan(
+    plan: TrainingPlan, base: TrainingPlan, model: TransformerSpec, num_gpus: int, stack: Stack
+) -> TrainingPlan:
+    """A plan the caller names, on the search's batch, sequence, precision and stack (uneven stages
+    allowed as in the search, e.g. Llama 3 405B's 126 layers on PP16 x VPP6), checked before the
+    search: one that cannot run is bad input, its fix in ``--compare-plan`` syntax."""
     named = plan.with_changes(
-        global_batch_size=ctx.base.global_batch_size,
-        seq_len=ctx.base.seq_len,
-        precision=ctx.base.precision,
-        bf16_layers_start=ctx.base.bf16_layers_start,
-        bf16_layers_end=ctx.base.bf16_layers_end,
-        ep_dispatcher=plan.ep_dispatcher or ctx.base.ep_dispatcher,
-        uneven_pipeline=plan.uneven_pipeline or ctx.model.num_layers % (plan.pp * plan.vpp) != 0,
-    ).resolved(ctx.hardware.stack)
-    validate_plan(named, ctx.model, ctx.num_gpus, stack=ctx.hardware.stack)
+        global_batch_size=base.global_batch_size,
+        seq_len=base.seq_len,
+        precision=base.precision,
+        bf16_layers_start=base.bf16_layers_start,
+        bf16_layers_end=base.bf16_layers_end,
+        ep_dispatcher=plan.ep_dispatcher or base.ep_dispatcher,
+        uneven_pipeline=plan.uneven_pipeline or model.num_layers % (plan.pp * plan.vpp) != 0,
+    ).resolved(stack)
+    try:
+        validate_plan(named, model, num_gpus, stack=stack)
+    except InvalidPlanError as error:
+        raise InvalidPlanError(f"--compare-plan: {compare_plan_reason(error)}") from error
+    return named
+
+
+def _named_estimate(ctx: _Context, named: TrainingPlan) -> TrainingEstimate:
+    """The estimate of a plan the caller names, checked by :func:`_named_plan`."""
     arrays = evaluate_grid(grid_from_plans([named]), ctx.model, ctx.hardware, named.seq_len)
     return estimate_from_arrays(
         arrays=arrays,
@@ -746,4 +785,4 @@ def _estimate(
     )
 
 
-__all__ = ["SearchResult", "SearchSpace", "default_space", "search_training", "why_best"]
+__all__ = ["SearchResult", "SearchSpace", "default_schedules", "default_space", "search_training", "why_best"]
