@@ -21,7 +21,10 @@ GB = 1e9
 def test_local_size_of_strided_groups() -> None:
     assert float(local_size(8, 1, 8)) == 8  # TP8 in an 8-GPU node
     assert float(local_size(64, 8, 8)) == 1  # DP group behind TP8: one rank per node
-    assert float(local_size(64, 8, 72)) == 9  # the same DP group inside NVL72 racks
+    assert float(local_size(72, 8, 72)) == 9  # DP 72 behind TP8 on 8 NVL72 racks
+    # 512 ranks on 72-GPU racks: 7 racks and 8 GPUs of an eighth, where the group has one member
+    # (round 15: a group that does not tile the domain is priced as its thinnest copy)
+    assert float(local_size(64, 8, 72)) == 1
     assert float(local_size(4, 2, 8)) == 4
 
 

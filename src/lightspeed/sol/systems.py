@@ -148,7 +148,10 @@ def topology_limits(cluster: Cluster, efficiency: EfficiencyModel | None = None)
             scale_out_bytes_per_s=None,
             rules=("one GPU: no TP, EP or PP group spans GPUs and nothing crosses a fabric",),
         )
-    rules = [f"TP and EP groups of up to {domain} GPUs stay on {up.name}"]
+    rules = [
+        f"TP and EP groups whose size divides {domain} (or is a multiple of it, whole domains each) stay "
+        f"on {up.name}; other sizes leave some copies straddling two domains"
+    ]
     if out is not None:
         rules.append(
             f"groups larger than {domain} GPUs (TP, EP, attention-DP stages) and PP stages beyond one "

@@ -15,6 +15,15 @@ bandwidth conventions (REFERENCE.md section 4):
   across, both at once: ``max((l-1)/g x S / B0, (g-l)/g x S / B1)``;
 * send/recv: ``S / B``.
 
+A group that does not tile its domain (``g x s`` neither divides ``d`` nor, with ``s`` dividing
+``d``, is a multiple of it: TP 6 on 8-GPU nodes, GPUs 6-11 on two nodes) has some copies that
+straddle a domain boundary. The engines price every copy as the busiest: ``l`` is the thinnest
+share any copy has of one domain (2 of GPUs 6-11: :func:`thinnest_share`), the group is costed as
+``g / l`` domains of ``l`` members by the formulas above, so its cross-domain part leaves over
+the ``l`` NICs of that share at the scale-out link's speed and latency. For GPUs 6-11 that is
+``2 x 2/3 x S / (2 B1)``: above a perfect hierarchical split over the two nodes it touches
+(``S / (2 B1)``), below one flat ring crossing on two NICs (``2 x 5/6 x S / (2 B1)``).
+
 A TPU slice's scale-up level is a torus, not a switch (``torus_dimensions``):
 a chip has a port to each side of each axis, ``B_port = B0 / (2 x axes)`` one
 way. A ring collective over a group uses only the axes the group spans, each
@@ -53,6 +62,8 @@ machine.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,13 +205,102 @@ def fabric_of(
     )
 
 
-def local_size(group_size: Array, stride: Array, domain_size: int) -> Array:
-    """Members of a group per scale-up domain, for a group of ``group_size`` ranks
-    ``stride`` apart in rank order (ranks fill domains consecutively)."""
+def local_size(group_size: Array, stride: Array, domain_size: int, num_ranks: int | None = None) -> Array:
+    """Members per scale-up domain of the busiest group of ``group_size`` ranks ``stride`` apart
+    in rank order (ranks fill domains consecutively; ``num_ranks`` in all, ``None``: as many as
+    the pattern needs). A group that tiles the domain (``g x s`` divides it, or ``s`` divides it
+    and it divides ``g x s``) has the same number in every domain it touches; one that does not
+    (TP 6 on 8-GPU nodes) leaves some groups straddling a boundary, and the thinnest share any
+    group has of one domain is what its cross-domain traffic leaves through (that share's NICs,
+    the all-to-all's busiest sender), so that is the size returned (:func:`thinnest_share`).
+
+    >>> [float(local_size(g, 1, 8, 24)) for g in (4, 6, 8, 12, 16)]
+    [4.0, 2.0, 8.0, 4.0, 8.0]
+    """
     group = np.asarray(group_size, dtype=np.float64)
     step = np.asarray(stride, dtype=np.float64)
     per_domain = np.maximum(np.floor(domain_size / step), 1.0)
-    return np.where(step >= domain_size, 1.0, np.minimum(group, per_domain))
+    even = np.where(step >= domain_size, 1.0, np.minimum(group, per_domain))
+    if num_ranks is not None and num_ranks <= domain_size:
+        return even  # every rank in one domain: nothing straddles
+    group, step = np.broadcast_arrays(group, step)
+    span = group * step
+    whole = (np.mod(domain_size, step) == 0) & (np.mod(span, domain_size) == 0)
+    integral = (group == np.round(group)) & (step == np.round(step)) & (step >= 1)
+    tiles = (group <= 1) | (step >= domain_size) | (np.mod(domain_size, span) == 0) | whole | ~integral
+    if tiles.all():
+        return even
+    # few distinct shapes straddle: each is worked out once (group below 2^20 ranks)
+    keys, inverse = np.unique(group[~tiles] + step[~tiles] * 2.0**20, return_inverse=True)
+    shares = [thinnest_share(int(key % 2**20), int(key // 2**20), domain_size, num_ranks) for key in keys]
+    thinnest = np.array(even, dtype=np.float64, copy=True)
+    thinnest[~tiles] = np.minimum(even[~tiles], np.asarray(shares, dtype=np.float64)[np.ravel(inverse)])
+    return thinnest
+
+
+def tiles_domain(group: int, stride: int, domain_size: int) -> bool:
+    """Whether groups of ``group`` ranks ``stride`` apart fill scale-up domains of
+    ``domain_size`` alike: a group's span ``g x s`` divides the domain, or the stride divides the
+    domain and the domain divides the span (whole domains each), or the stride is a domain or more
+    (one rank a domain).
+
+    >>> tiles_domain(4, 1, 8), tiles_domain(6, 1, 8), tiles_domain(16, 1, 8), tiles_domain(2, 8, 8)
+    (True, False, True, True)
+    """
+    span = group * stride
+    whole = domain_size % stride == 0 and span % domain_size == 0
+    return group <= 1 or stride >= domain_size or domain_size % span == 0 or whole
+
+
+@functools.lru_cache(maxsize=4096)
+def thinnest_share(group: int, stride: int, domain_size: int, num_ranks: int | None = None) -> int:
+    """The fewest members any group of ``group`` ranks ``stride`` apart has in one domain it
+    touches (``group`` where every group stays inside one). Groups sit at ``o x g x s + r``
+    (``r < s``), ranks fill domains of ``d`` consecutively; a group's shares depend on its first
+    rank modulo ``d`` only, so the first ranks the ``num_ranks`` reach (all, ``None``) are tried:
+    its first domain holds ``ceil((d - b) / s)`` members, its last the rest after the middle ones,
+    each middle domain at least ``floor(d / s)`` (exactly ``d / s`` where ``s`` divides ``d``).
+
+    >>> thinnest_share(6, 1, 8, 24), thinnest_share(6, 1, 8, 6), thinnest_share(12, 1, 8)
+    (2, 6, 4)
+    >>> thinnest_share(4, 3, 8), thinnest_share(64, 8, 72)  # 0 3 6 | 9; ...; 9 per rack, 1 in the last
+    (1, 1)
+    """
+    if tiles_domain(group, stride, domain_size):
+        return group if domain_size % (group * stride) == 0 else max(1, min(group, domain_size // stride))
+    span = group * stride
+    period = domain_size // math.gcd(span, domain_size)
+    groups = period if num_ranks is None else min(period, max(1, num_ranks // span))
+    first_ranks = _reachable_offsets(np.arange(groups) * span % domain_size, stride, domain_size)
+    first = -(-(domain_size - first_ranks) // stride)  # members in the group's first domain
+    last_domain = (first_ranks + (group - 1) * stride) // domain_size
+    last = group - (-(-(last_domain * domain_size - first_ranks) // stride))
+    middle = np.where(last_domain >= 2, max(1, domain_size // stride), group)
+    shares = np.where(first >= group, group, np.minimum(np.minimum(first, last), middle))
+    return int(shares.min())
+
+
+def _reachable_offsets(starts: np.ndarray, stride: int, domain_size: int) -> np.ndarray:
+    """Positions modulo ``domain_size`` of the groups' first ranks: ``start + r`` for ``r < stride``."""
+    cover = np.zeros(domain_size + 1, dtype=np.int64)
+    ends = starts + stride
+    wraps = ends > domain_size
+    np.add.at(cover, starts, 1)
+    np.add.at(cover, np.where(wraps, domain_size, ends), -1)
+    np.add.at(cover, np.zeros(int(wraps.sum()), dtype=np.int64), 1)
+    np.add.at(cover, ends[wraps] - domain_size, -1)
+    return np.flatnonzero(np.cumsum(cover)[:domain_size] > 0)
+
+
+def fabric_ranks(fabric: Fabric) -> int:
+    """Ranks a fabric's groups fill: the cluster's GPUs across domains (a multi-node job uses
+    its cluster whole), one domain's without a scale-out level."""
+    return fabric.scale_out.domain_size if fabric.scale_out is not None else fabric.scale_up.domain_size
+
+
+def fabric_local_size(fabric: Fabric, group_size: Array, stride: Array = 1) -> Array:
+    """:func:`local_size` on ``fabric``'s domains, over the ranks it holds (:func:`fabric_ranks`)."""
+    return local_size(group_size, stride, fabric.scale_up.domain_size, fabric_ranks(fabric))
 
 
 def _torus_axes(level: FabricLevel, group: Array, stride: Array) -> list[tuple[Array, Array]]:
@@ -316,7 +416,7 @@ def all_reduce_s(
     latency (``in_switch_latency_s``)."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
-    local = local_size(group, stride, fabric.scale_up.domain_size)
+    local = fabric_local_size(fabric, group, stride)
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     ring = 2.0 * (local - 1.0) / local * size / b0
     nvls = fabric.scale_up.in_network_reduction & (local > 1)
@@ -343,7 +443,7 @@ def all_gather_s(
     one domain, with ring protocols, the fastest protocol's ring of ``g - 1`` steps."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
-    local = local_size(group, stride, fabric.scale_up.domain_size)
+    local = fabric_local_size(fabric, group, stride)
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     intra = (local - 1.0) / local * size / b0
     inter = (domains - 1.0) / domains * size / (_nics(local, flat) * b1)
@@ -369,7 +469,7 @@ def all_to_all_s(
     """
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
-    local = local_size(group, stride, fabric.scale_up.domain_size)
+    local = fabric_local_size(fabric, group, stride)
     _, b0, b1, alpha = _levels(fabric, group, local, stride)
     intra = (local - 1.0) / group * size / b0
     if fabric.scale_up.torus_dimensions:
@@ -404,8 +504,28 @@ def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Ar
     return size / bandwidth + latency
 
 
+def straddle_note(fabric: Fabric, label: str, group_size: int, stride: int = 1) -> str:
+    """The sentence saying ``label`` groups (``"TP"``) of ``group_size`` ranks ``stride`` apart do
+    not tile the scale-up domain, so some cross the scale-out level and all are priced as the one
+    that does (:func:`thinnest_share`); empty where they tile it or cannot leave it."""
+    out, domain, ranks = fabric.scale_out, fabric.scale_up.domain_size, fabric_ranks(fabric)
+    group, step = int(group_size), int(stride)
+    if out is None or ranks <= domain or tiles_domain(group, step, domain):
+        return ""
+    share = thinnest_share(group, step, domain, ranks)
+    if share >= group:
+        return ""
+    spacing = f" {step} apart" if step > 1 else ""
+    return (
+        f"{label} groups of {group} GPUs{spacing} do not tile the {domain}-GPU scale-up domain: some "
+        f"straddle a boundary between domains, so their collectives cross {out.name}; each is priced as "
+        f"{group / share:g} domains of {share} GPUs (the thinnest share a group has of one domain, "
+        "whose NICs carry its cross-domain traffic)"
+    )
+
+
 def crosses_domains(fabric: Fabric, group_size: Array, stride: Array) -> Array:
     """Whether a group of ``group_size`` ranks ``stride`` apart leaves its scale-up domain."""
     group = np.asarray(group_size, dtype=np.float64)
-    local = local_size(group, stride, fabric.scale_up.domain_size)
+    local = fabric_local_size(fabric, group, stride)
     return (group / local) > 1.0

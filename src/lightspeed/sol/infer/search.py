@@ -328,7 +328,11 @@ def _constraints(
     fabric = inference_hardware.hardware.fabric
     domain = inference_hardware.hardware.domain_size
     if fabric.scale_out is not None:
-        reach = f"TP, EP and attention groups beyond it cross {fabric.scale_out.name}"
+        reach = (
+            f"TP, EP and attention groups beyond it cross {fabric.scale_out.name}, and so do some "
+            f"copies of a group whose size neither divides {domain} nor is a multiple of it (they "
+            "straddle two domains); such sizes are searched, priced at the straddling copy's cost"
+        )
     else:
         reach = "every group stays inside it"
     lines = [

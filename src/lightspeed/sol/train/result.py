@@ -311,8 +311,21 @@ def _assumptions(hardware: Hardware, plan: TrainingPlan, formula: str) -> tuple[
         f"device memory {format_memory(hardware.usable_memory_bytes)} per GPU (as the driver reports), "
         f"{format_memory(hardware.overheads.reserved_of(hardware.usable_memory_bytes))} framework reserve",
         f"ranks ordered tp-cp-ep-dp-pp; scale-up domain of {hardware.domain_size} GPUs",
+        *_straddle_notes(hardware, plan),
         f"model FLOPs per token: {formula}",
     )
+
+
+def _straddle_notes(hardware: Hardware, plan: TrainingPlan) -> tuple[str, ...]:
+    """The groups (TP, CP behind TP, EP behind TP x CP) that do not tile the scale-up domain, so
+    that some of their copies cross the scale-out level (:func:`collectives.straddle_note`)."""
+    fabric = hardware.fabric
+    notes = (
+        collectives.straddle_note(fabric, "TP", plan.tp),
+        collectives.straddle_note(fabric, "CP", plan.cp, plan.tp),
+        collectives.straddle_note(fabric, "EP", plan.ep, plan.tp * plan.cp),
+    )
+    return tuple(note for note in notes if note)
 
 
 def dispatcher_note(plan: TrainingPlan, model: TransformerSpec) -> str:

@@ -23,6 +23,7 @@ from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
 from lightspeed.limits import MAX_ROWS, check_whole
 from lightspeed.records import Record
+from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance, expert_nodes
 from lightspeed.sol.core.factors import powers_of_two
@@ -339,8 +340,27 @@ def _grid(
 def _search_notes(hardware: Hardware, base: TrainingPlan, model: TransformerSpec) -> tuple[str, ...]:
     """What the search decided that the caller did not ask for: a calibration from another device,
     the layers a recipe keeps in BF16, a dispatch that sends a token once per node."""
-    notes = (hardware.calibration_note, bf16_layers_note(base, model), dispatcher_note(base, model))
+    notes = (
+        hardware.calibration_note,
+        bf16_layers_note(base, model),
+        dispatcher_note(base, model),
+        _straddling_sizes_note(hardware),
+    )
     return tuple(note for note in notes if note)
+
+
+def _straddling_sizes_note(hardware: Hardware) -> str:
+    """On scale-up domains whose size is no power of two (72-GPU racks), the power-of-two TP and EP
+    sizes searched above it do not tile a domain: say that they are priced as the copies that
+    straddle two domains (:func:`collectives.straddle_note`)."""
+    fabric = hardware.fabric
+    domain = fabric.scale_up.domain_size
+    if fabric.scale_out is None or domain & (domain - 1) == 0 or collectives.fabric_ranks(fabric) <= domain:
+        return ""
+    return (
+        f"TP and EP sizes that do not tile the {domain}-GPU scale-up domain (e.g. tp=16) are searched and "
+        "priced at the cost of their copies that straddle two domains"
+    )
 
 
 def _describe(plan: TrainingPlan) -> str:
