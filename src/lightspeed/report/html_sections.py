@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.gate import MetricHistory
@@ -160,7 +160,7 @@ def step_section(estimates: Sequence[PredictedStep]) -> ReportSection:
     """Each prediction's step time split into compute, communication, bubble and the rest."""
     charts = []
     tables = []
-    for index, estimate in enumerate(estimates, start=1):
+    for index, estimate in enumerate(map(in_step_order, estimates), start=1):
         title = estimate.name(index)
         charts.append(chart_from_figure(step_breakdown_figure(estimate), name=f"step-{index}", title=title))
         rows = tuple(
@@ -173,6 +173,16 @@ def step_section(estimates: Sequence[PredictedStep]) -> ReportSection:
     return ReportSection(
         key="step", title=TITLES["step"], paragraphs=lines, charts=tuple(charts), tables=tuple(tables)
     )
+
+
+def in_step_order(estimate: PredictedStep) -> PredictedStep:
+    """``estimate`` with its parts in the order of a step (:data:`~lightspeed.report.sol.PART_NAMES`,
+    the engine's: compute first, the optimizer and launch overhead last), whatever order it was
+    read in: the results store keeps a payload's keys sorted, so a prediction read back from it
+    would list the pipeline bubble before compute."""
+    order = {part: position for position, part in enumerate(PART_NAMES)}
+    parts = sorted(estimate.breakdown_s.items(), key=lambda item: order.get(item[0], len(order)))
+    return replace(estimate, breakdown_s=dict(parts))
 
 
 def _step_line(estimate: PredictedStep, index: int) -> str:

@@ -14,6 +14,7 @@ from typing import Final
 
 from lightspeed.catalog import Catalog, compare_hardware
 from lightspeed.sol import MemoryPlan, TrainingEstimate, fabric_comparison, plan_memory
+from lightspeed.sol.validation.structured import METRIC_UNITS
 from lightspeed.store import NewRecord
 from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
@@ -46,6 +47,9 @@ SEED_100T_FLOP: Final = 1.2e29
 RANGE_ROUNDING: Final = 1e-9
 # an exposed-communication share below this is "a few %", at or above it "tens of %"
 TENS_OF_PERCENT: Final = 0.10
+# GPU-hours (hours of wall time x GPUs), as the published rows write them: a bare "h" would read as
+# 2.5 million hours of wall time
+GPU_HOURS_UNIT: Final = METRIC_UNITS["gpu_hours"]
 
 
 def verdict(value: float, claimed: SeedFigure) -> str:
@@ -225,7 +229,7 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         name="deepseek-v3 on 2048 h800",
         metric="gpu_hours",
         value=hours,
-        unit="h",
+        unit=GPU_HOURS_UNIT,
         payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS, "lower_is_better": True},
     )
     step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate)

@@ -7,7 +7,8 @@ store everything and write the HTML report. A step that cannot run here (no
 PyTorch, no source checkout for the example) is reported as skipped with the
 reason; one that fails (a user error, the example exiting with an error, a
 file it cannot write) is reported as failed with a one-line reason; nothing is
-faked. An ``--out`` folder the tour cannot write is refused before any step runs.
+faked. An ``--out`` folder the tour cannot write, a ``--sol-device`` that is not a catalog CPU
+record and a results store the tour could not open are refused before any step runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lightspeed.bench import (
+    BenchDevice,
     BenchResult,
     DeviceSol,
     best_per_dtype,
@@ -35,6 +37,7 @@ from lightspeed.catalog import Catalog, detect_local
 from lightspeed.errors import (
     LightspeedError,
     MissingExtraError,
+    UnknownNameError,
     UnsupportedError,
     UserInputError,
     require_extra,
@@ -55,7 +58,7 @@ from lightspeed.report import (
     write_report,
 )
 from lightspeed.sol import InferenceEstimate, TrainingEstimate
-from lightspeed.store import NewRecord, open_store, store_location
+from lightspeed.store import NewRecord, StoreMissingError, open_store, store_location
 from lightspeed.tour.render import SAMPLE_NCU_CSV, SAMPLE_TRACE_DIR, TourResult, TourStep
 from lightspeed.tour.seed import SCENARIOS
 from lightspeed.trace import kernel_report, load_trace, read_ncu, summarize
@@ -66,6 +69,9 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "train_tiny_gpt.py"
 # Whole-tour budget on a 2-core machine is 3 minutes; the example takes ~15 s.
 EXAMPLE_TIMEOUT_S = 150.0
 PERCENT = 100.0  # a trace summary's shares are in percent; the store keeps fractions (unit "1")
+# The CPU the benchmarks run on, for checking a --sol-device name before any step (and before
+# PyTorch, which the bench step's own device needs, is imported); only the record's kind is read.
+_CPU_FOR_CHECKS = BenchDevice(kind="cpu", index=0, name="this CPU", num_threads=1)
 
 
 @dataclass
@@ -76,6 +82,7 @@ class TourState:
     quick: bool
     catalog: Catalog
     models: ModelRegistry
+    sol_device: str | None = None  # the catalog CPU record the benchmarks' SOL comes from (detected: None)
     bench: BenchInputs | None = None
     ledgers: list[Ledger] = field(default_factory=list)
     trace_path: Path | None = None
@@ -118,9 +125,10 @@ def step_hardware(state: TourState) -> list[str]:
 
 
 def step_bench(state: TourState) -> list[str]:
-    """Quick GEMM and STREAM benchmarks on the CPU, beside its SOL, saved to the store."""
+    """Quick GEMM and STREAM benchmarks on the CPU, beside its SOL (detected, or the catalog CPU
+    record ``state.sol_device``), saved to the store."""
     device = resolve_device("cpu")
-    sol = device_sol(device=device, catalog=state.catalog)
+    sol = device_sol(device=device, catalog=state.catalog, sol_device=state.sol_device)
     gemm = run_gemm(device=device, sol=sol, dtypes=("fp32",), quick=True)
     membw = run_membw(device=device, sol=sol, quick=True)
     run_ids = [
@@ -180,11 +188,19 @@ def step_train(state: TourState) -> list[str]:
     name = train_record_name(state.quick)
     run_id = _store("goodput", _ledger_records(ledger, run_dir, name), f"tour {name}")
     return [
-        f"{ledger.steps.count} steps in {format_duration(ledger.total_s)}, {ledger.num_restarts} restart(s): "
-        f"goodput {format_percent(ledger.goodput_fraction)}, ETTR {ledger.ettr:.3f}",
+        ledger_line(ledger),
         f"badput: {_top_badput(ledger)}",
         f"run folder {run_dir}; stored as run {run_id}",
     ]
+
+
+def ledger_line(ledger: Ledger) -> str:
+    """``24 steps in 8.67 s, 1 restart(s): goodput 1.8%, ETTR 2.3%``: goodput and ETTR as percents,
+    as ``goodput report`` and the HTML report print them."""
+    return (
+        f"{ledger.steps.count} steps in {format_duration(ledger.total_s)}, {ledger.num_restarts} restart(s): "
+        f"goodput {format_percent(ledger.goodput_fraction)}, ETTR {format_percent(ledger.ettr)}"
+    )
 
 
 def example_command(*, run_dir: Path, trace: Path, quick: bool) -> list[str]:
@@ -402,20 +418,56 @@ def _file_in_the_way(out_dir: Path) -> Path | None:
     return None
 
 
+def check_sol_device(sol_device: str | None, catalog: Catalog) -> None:
+    """Refuse a ``--sol-device`` the bench step could not use before anything runs, as ``lightspeed
+    bench`` does: the tour benchmarks the CPU, so the name must be a catalog CPU record; an unknown
+    name lists the closest ones (:func:`~lightspeed.bench.device_sol`'s own check)."""
+    if sol_device is None:
+        return
+    try:
+        accelerator = catalog.accelerator(sol_device)
+    except UnknownNameError:
+        accelerator = None
+    if accelerator is not None:  # said here: bench's wording points at its --device, which the tour lacks
+        raise UserInputError(
+            f"--sol-device {sol_device} is an accelerator record ({accelerator.name}) but the tour "
+            "benchmarks the CPU; name a CPU record of 'lightspeed hw list', or measure that GPU with "
+            f"'lightspeed bench gemm --device cuda --sol-device {sol_device}'"
+        )
+    device_sol(device=_CPU_FOR_CHECKS, catalog=catalog, sol_device=sol_device)
+
+
+def check_store() -> None:
+    """Refuse a results store the steps could not write to before any of them runs
+    (``$LIGHTSPEED_HOME`` naming a file, a folder where the store's file goes, another program's
+    database), with the store's own checks and message, creating nothing: the store is opened for
+    reading, and one that does not exist yet is fine (the first step that stores creates it)."""
+    try:
+        with open_store(create=False):
+            pass
+    except StoreMissingError:
+        return
+
+
 def run_tour(
     *,
     out_dir: Path | str,
     catalog: Catalog,
     models: ModelRegistry,
     quick: bool = False,
+    sol_device: str | None = None,
     on_step: Callable[[TourStep], None] | None = None,
 ) -> TourResult:
     """Run every step in order (``on_step`` sees each as it finishes) and return the whole tour.
-    An ``out_dir`` the tour cannot write (or an empty text) is a :class:`UserInputError` before
-    any step runs."""
+    ``sol_device`` names the catalog CPU record the benchmarks are measured against (default:
+    the detected CPU's peak). A ``sol_device`` that is not a CPU record, a results store that
+    cannot be opened (:func:`check_store`) and an ``out_dir`` the tour cannot write (or an empty
+    text) are a :class:`~lightspeed.errors.LightspeedError` before any step runs."""
+    check_sol_device(sol_device, catalog)
+    check_store()
     out_dir = check_out_dir(out_dir)
     started = time.perf_counter()
-    state = TourState(out_dir=out_dir, quick=quick, catalog=catalog, models=models)
+    state = TourState(out_dir=out_dir, quick=quick, catalog=catalog, models=models, sol_device=sol_device)
     steps = []
     for key, title, function in STEPS:
         step = run_step(key, title, function, state)
