@@ -80,10 +80,17 @@ _DURATION_UNITS: Final[dict[str, float]] = {
 # and a bad unit took 2.5 s, a megabyte of them hours)
 _NUMBER = r"((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 
+# Weights per scale group of a plain "int4" checkpoint (AWQ's and GPTQ's default).
+INT4_GROUP_SIZE: Final = 128
+
 # Bytes per element of each numeric format; floats, never integer division.
 # fp4/fp6 variants carry block-scale overhead: NVFP4 stores one FP8 (E4M3)
 # scale per 16 values, MXFP4/MXFP6/MXFP8 one E8M0 byte per 32 values (OCP MX
-# spec v1.0); plain "fp4" is the raw 4-bit payload.
+# spec v1.0); plain "fp4" is the raw 4-bit payload. Plain "int4" is a 4-bit integer checkpoint as
+# AWQ and GPTQ store it: groups of 128 weights along the input dimension, each with an FP16 scale
+# and a 4-bit zero point (AutoAWQ's WQLinear_GEMM: qweight, qzeros packed 8 to an int32, scales
+# FP16; group size 128 the AWQ paper's and both tools' default), 0.5 + (2 + 0.5) / 128 bytes; a
+# published checkpoint of another group size or scale format says so (sol/data/checkpoints.toml).
 _BYTES_PER_ELEMENT: Final[dict[str, float]] = {
     "fp64": 8.0,
     "fp32": 4.0,
@@ -96,13 +103,19 @@ _BYTES_PER_ELEMENT: Final[dict[str, float]] = {
     "fp6": 0.75,
     "mxfp6": 0.75 + 1.0 / 32.0,
     "fp4": 0.5,
-    "int4": 0.5,
+    "int4": 0.5 + (2.0 + 0.5) / INT4_GROUP_SIZE,
     "nvfp4": 0.5 + 1.0 / 16.0,
     "mxfp4": 0.5 + 1.0 / 32.0,
 }
 
 # Formats whose stored size includes block scales: the element alone.
-_ELEMENT_BYTES: Final[dict[str, float]] = {"mxfp8": 1.0, "mxfp6": 0.75, "nvfp4": 0.5, "mxfp4": 0.5}
+_ELEMENT_BYTES: Final[dict[str, float]] = {
+    "mxfp8": 1.0,
+    "mxfp6": 0.75,
+    "nvfp4": 0.5,
+    "mxfp4": 0.5,
+    "int4": 0.5,
+}
 
 # Which catalog compute row a storage format runs its math on.
 _COMPUTE_PRECISION: Final[dict[str, str]] = {
@@ -133,10 +146,11 @@ def _check_precision(precision: str) -> str:
 
 
 def bytes_per_element(precision: str) -> float:
-    """Bytes one element occupies in ``precision`` (block scales included).
+    """Bytes one element occupies in ``precision`` (block or group scales included; ``int4``
+    as AWQ and GPTQ store it, groups of 128 with an FP16 scale and a 4-bit zero each).
 
-    >>> bytes_per_element("nvfp4")
-    0.5625
+    >>> bytes_per_element("nvfp4"), bytes_per_element("int4")
+    (0.5625, 0.51953125)
     """
     return _BYTES_PER_ELEMENT[_check_precision(precision)]
 

@@ -278,7 +278,7 @@ def render_model_summary(summary: ModelSummary, console: Console | None = None) 
 
 
 def _render_bytes(summary: ModelSummary, console: Console) -> None:
-    console.print("Weights (every parameter in that precision; block scales included)", markup=False)
+    console.print("Weights (every parameter in that precision; block or group scales included)", markup=False)
     render_table(
         None,
         ["precision", "bytes/param", "weights"],

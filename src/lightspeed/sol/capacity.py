@@ -54,6 +54,8 @@ from lightspeed.limits import MAX_ACCELERATORS, check_kind, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import QUANTIZED_LINEAR_ROWS
 from lightspeed.sol.core.stacks import load_stack
+from lightspeed.sol.infer.checkpoints import checkpoint_for
+from lightspeed.sol.infer.plan import kept_layers_text
 from lightspeed.sol.train.memory import check_gradient_precision, weight_copy_bytes
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
 from lightspeed.units import bytes_per_element, compute_precision, format_bytes, format_count
@@ -187,12 +189,21 @@ def _served_weight_bytes(spec: TransformerSpec, precision: str) -> float:
     embedding table, the LM head and the norms stay in 16 bits, as the serving engine holds them
     (:func:`lightspeed.sol.infer.memory.stage_weight_bytes`; quantizers leave them so); the
     layers' matrices take ``precision`` (block scales included)."""
-    narrow = bytes_per_element(precision)
+    checkpoint = checkpoint_for(spec.name, precision)
+    narrow = bytes_per_element(precision) if checkpoint is None else checkpoint.weight_bytes_per_element
     if narrow >= _SIXTEEN_BIT_BYTES:
         return narrow
     counts = parameter_counts(spec)
     kept = counts.embedding_params + counts.lm_head_params + counts.norm_params
-    return (narrow * (counts.total_params - kept) + _SIXTEEN_BIT_BYTES * kept) / counts.total_params
+    wide, wide_bytes = 0, _SIXTEEN_BIT_BYTES
+    if checkpoint is not None:  # the layers the published checkpoint stores as its attention
+        wide = counts.attention_params
+        wide += counts.shared_expert_params if "shared_experts" in checkpoint.kept_layers else 0
+        wide += counts.dense_mlp_params if "dense_mlp" in checkpoint.kept_layers else 0
+        wide_bytes = bytes_per_element(checkpoint.attention_weights)
+    narrow_params = counts.total_params - kept - wide
+    total_bytes = narrow * narrow_params + _SIXTEEN_BIT_BYTES * kept + wide_bytes * wide
+    return total_bytes / counts.total_params
 
 
 def _training_storage(precision: str) -> tuple[str, float, str]:
@@ -389,7 +400,7 @@ def _assumptions(
     if training:
         lines.extend(_training_lines(precision, per))
     else:
-        lines.append(_served_weights_line(precision, per.weights))
+        lines.append(_served_weights_line(model, precision, per.weights))
         lines.append(
             "weights only: activations, optimizer state and inputs come on top (and a KV cache to serve)"
         )
@@ -399,12 +410,20 @@ def _assumptions(
     return tuple(lines)
 
 
-def _served_weights_line(precision: str, weights: float) -> str:
-    if weights == bytes_per_element(precision):
+def _served_weights_line(model: TransformerSpec, precision: str, weights: float) -> str:
+    checkpoint = checkpoint_for(model.name, precision)
+    narrow = bytes_per_element(precision) if checkpoint is None else checkpoint.weight_bytes_per_element
+    if weights == narrow:
         return f"weights at {precision}: {weights:g} bytes/parameter"
+    kept = "the embedding table, LM head and norms in 16 bits as served"
+    if checkpoint is not None:
+        kept += (
+            f", the {kept_layers_text(checkpoint.kept_layers)} in {checkpoint.attention_weights} "
+            f"as {checkpoint.name} ships them"
+        )
     return (
-        f"weights at {precision} ({bytes_per_element(precision):g} bytes/parameter), the embedding table, "
-        f"LM head and norms in 16 bits as served: {weights:.4g} bytes/parameter on average"
+        f"weights at {precision} ({narrow:.4g} bytes/parameter), {kept}: {weights:.4g} "
+        "bytes/parameter on average"
     )
 
 

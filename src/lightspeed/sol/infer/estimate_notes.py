@@ -13,7 +13,7 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.routing import balanced_placement, busiest_rank_factor, load_routing_skew
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.iteration import ITERATION_PARTS
-from lightspeed.sol.infer.plan import InferencePlan, SpeculativeDecoding
+from lightspeed.sol.infer.plan import InferencePlan, SpeculativeDecoding, kept_layers_text
 from lightspeed.units import element_bits, format_bytes_per_s, format_duration, format_memory, format_percent
 from lightspeed.workload import TransformerSpec
 
@@ -94,13 +94,15 @@ def part_text(part: str, inference_hardware: InferenceHardware, plan: InferenceP
 
 
 def _attention_weights_text(inference_hardware: InferenceHardware) -> str:
-    """``attention projections bf16 (989 TFLOP/s), `` when they differ from the other weights."""
+    """``attention projections bf16 (989 TFLOP/s), `` when they differ from the other weights
+    (``attention projections, shared experts and dense-layer MLPs bf16 ...`` where a published
+    checkpoint keeps those as it keeps attention)."""
     precisions = inference_hardware.precisions
     if precisions.attention_weights == precisions.weights:
         return ""
     peak = inference_hardware.attention_hardware.peak_flop_per_s
     return (
-        f"attention projections {precisions.attention_weights} "
+        f"{kept_layers_text(precisions.kept_layers)} {precisions.attention_weights} "
         f"({precisions.attention_weight_bytes_per_element:g} B/param, "
         f"GEMMs on {precisions.attention_compute} {peak / 1e12:,.0f} TFLOP/s), "
     )
@@ -349,6 +351,16 @@ def assumption_lines(
         f"{' (the server default for this GPU)' if inference_hardware.serving.token_budget else ''}"
         f"{_sequence_cap_note(inference_hardware, plan)}",
         f"scale-up domain of {hardware.domain_size} GPUs; ranks ordered tp-dp_attention-pp-replica",
+        *(
+            note
+            for note in (
+                collectives.straddle_note(hardware.fabric, "TP", plan.tp),
+                collectives.straddle_note(hardware.fabric, "attention-DP/EP stage", plan.stage_gpus)
+                if plan.stage_gpus != plan.tp
+                else "",
+            )
+            if note
+        ),
         *precisions.notes,
     ]
     if batching == "continuous" and inference_hardware.serving.prefill_steps == "separate":

@@ -24,8 +24,14 @@ from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.hardware import Hardware, LatencyFloors, hardware_for, load_latency_floors
 from lightspeed.sol.core.serving_choice import serving_stack_on
 from lightspeed.sol.core.serving_stacks import ServingStack
-from lightspeed.sol.infer.checkpoints import checkpoint_for
-from lightspeed.sol.infer.plan import InferencePlan, Precisions, resolve_precisions, sixteen_bit_format
+from lightspeed.sol.infer.checkpoints import as_published, checkpoint_for
+from lightspeed.sol.infer.plan import (
+    InferencePlan,
+    Precisions,
+    kept_layers_text,
+    resolve_precisions,
+    sixteen_bit_format,
+)
 from lightspeed.workload import TransformerSpec
 
 
@@ -121,6 +127,8 @@ def inference_hardware_for(
     precisions = resolve_precisions(
         plan, accelerator, kv_cache_default=profile.kv_cache_default_on(accelerator.vendor)
     )
+    if model is not None:  # the checkpoint's scale groups and the layer kinds it keeps 16-bit
+        precisions = as_published(precisions, model.name)
     notes = tuple(note for note in (checkpoint_note, plugin_note) if note)
     if notes:
         precisions = replace(precisions, notes=(*precisions.notes, *notes))
@@ -214,15 +222,17 @@ def _checkpoint_formats(plan: InferencePlan, model: TransformerSpec | None) -> t
     checkpoint = checkpoint_for(model.name, plan.precision)
     if checkpoint is not None:
         attention, shipped = checkpoint.attention_weights, f"as {checkpoint.name} ships them"
+        kept = kept_layers_text(checkpoint.kept_layers)
     elif model.release_attention_format is not None and plan.precision == model.release_format:
         attention, shipped = (
             model.release_attention_format,
             "as its config.json's quantization_config keeps them",
         )
+        kept = kept_layers_text(())
     else:
         return plan, released
     note = (
-        f"attention projections in {attention} {shipped}, the other linear layers in {plan.precision} "
+        f"{kept} in {attention} {shipped}, the other linear layers in {plan.precision} "
         "(--attention-weights sets them)"
     )
     return plan.with_changes(attention_weights=attention), "; ".join(

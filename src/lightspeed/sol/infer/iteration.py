@@ -8,9 +8,11 @@ attend to ``prefill_context`` tokens on average (causal: half the prompt).
 Every operation sits on the same roofline as training,
 ``max(FLOP / (peak x efficiency), bytes / (HBM bandwidth x efficiency))``:
 
-* **GEMMs** read their weights once per iteration in the weight format (block
-  scales included) and multiply every token of the iteration; with few tokens
-  they are bound by the weight reads, with many by the tensor cores.
+* **GEMMs** read their weights once per iteration in the weight format (block or
+  group scales included; a published checkpoint's own groups, and the layers it keeps
+  16-bit in 16 bits: :func:`~lightspeed.sol.infer.checkpoints.as_published`) and
+  multiply every token of the iteration; with few tokens they are bound by the
+  weight reads, with many by the tensor cores.
 * **MoE layers** read only the experts the iteration's tokens reach: with ``T``
   tokens routed top-``k`` of ``E`` experts, ``E x (1 - (1 - k/E)^T)`` experts
   are touched; each GPU holds ``E / ep`` of them, split over ``stage GPUs / ep``.
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.infer.checkpoints import as_published
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.per_gpu import (
     inference_local_dims,
@@ -187,6 +190,16 @@ class _Acc:
 
     def scaled(self, factor: Array) -> dict[str, Array]:
         return {name: value * factor for name, value in self.parts.items()}
+
+
+def _as_published(inference_hardware: InferenceHardware, model: TransformerSpec) -> InferenceHardware:
+    """``inference_hardware`` with the formats of ``model``'s published checkpoint in its weight
+    format (:func:`~lightspeed.sol.infer.checkpoints.as_published`: its scale groups, the layers it
+    keeps as its attention projections)."""
+    precisions = as_published(inference_hardware.precisions, model.name)
+    if precisions == inference_hardware.precisions:
+        return inference_hardware
+    return replace(inference_hardware, precisions=precisions)
 
 
 def _gemms(
@@ -558,6 +571,7 @@ def routed_experts_time_s(
     (routing, permutation, grouped GEMMs, finalize). For comparing the engine with published MoE
     kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
     acc = _Acc(inference_hardware.gemm_model)
+    inference_hardware = _as_published(inference_hardware, model)
     _expert_part(acc, grid, model, layer_shapes(model), inference_hardware, busiest=np.asarray(1.0))
     extra_kernels = KERNELS_PER_MOE_LAYER_FORWARD - KERNELS_PER_DENSE_LAYER_FORWARD
     return sum(acc.parts.values()) + extra_kernels * inference_hardware.floors.gpu_kernel_s
@@ -575,6 +589,7 @@ def moe_layer_parts(
             f"{model.name} has no MoE layers: a dense layer has no routed experts to price"
         )
     shape = np.shape(grid.tp)
+    inference_hardware = _as_published(inference_hardware, model)
     parts = {
         name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
         for name, value in _layer(grid, model, layer_shapes(model), inference_hardware, moe=True).items()
@@ -682,14 +697,19 @@ def _layer(
         assert model.moe is not None
         busiest = busiest_rank_imbalance(grid, model, inference_hardware.serving)
         _expert_part(acc, grid, model, shapes, inference_hardware, busiest=busiest)
-        for linears in (shapes.shared_experts, shapes.router, shapes.latent):
+        kept = inference_hardware.precisions.as_attention("shared_experts")
+        others = ((shapes.shared_experts, kept), (shapes.router, False), (shapes.latent, False))
+        for linears, attention in others:
             acc.roofline(
-                *_gemms(inference_hardware, linears, group_tokens, grid.tp), "gemm_compute", "weight_reads"
+                *_gemms(inference_hardware, linears, group_tokens, grid.tp, attention=attention),
+                "gemm_compute",
+                "weight_reads",
             )
         _moe_comm(acc, grid, model, inference_hardware, busiest=busiest)
         ffn = model.moe.expert_ffn_hidden_size * model.moe.top_k
     else:
-        compute, memory = _gemms(inference_hardware, shapes.mlp, group_tokens, grid.tp)
+        kept = inference_hardware.precisions.as_attention("dense_mlp")
+        compute, memory = _gemms(inference_hardware, shapes.mlp, group_tokens, grid.tp, attention=kept)
         acc.roofline(mlp_share * compute, mlp_share * memory, "gemm_compute", "weight_reads")
         acc.add("tp_comm", mlp_share * collectives.all_reduce_s(fabric, activation, grid.tp, 1.0))
     passes = 3.0 if model.gated_mlp else 2.0
@@ -759,6 +779,7 @@ def iteration_cost(
 ) -> IterationCost:
     """Breakdown of one iteration of the busiest (last) stage, for every deployment in ``grid``."""
     shapes = layer_shapes(model)
+    inference_hardware = _as_published(inference_hardware, model)
     num_dense, num_moe = stage_layers(model, grid.pp)
     dense = _layer(grid, model, shapes, inference_hardware, moe=False)
     moe = _layer(grid, model, shapes, inference_hardware, moe=True) if model.moe is not None else dense

@@ -2,8 +2,10 @@
 
 Per GPU of the busiest stage (vectorized over deployments):
 
-* **weights**: the stage's linears in the weight format (block scales
-  included), norms, and the embedding table and LM head in 16 bit (quantizers
+* **weights**: the stage's linears in the weight format (block or group scales
+  included, a published checkpoint's own groups and the layers it keeps 16-bit
+  as it ships them: :func:`~lightspeed.sol.infer.checkpoints.as_published`), norms,
+  and the embedding table and LM head in 16 bit (quantizers
   such as ModelOpt leave them unquantized); TP splits heads and MLPs, EP the
   routed experts (each split over ``stage GPUs / ep``); attention groups of
   attention data parallelism each hold the attention weights;
@@ -32,6 +34,7 @@ import numpy as np
 
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
+from lightspeed.sol.infer.checkpoints import as_published
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.iteration import ACTIVATION_BYTES
 from lightspeed.sol.infer.per_gpu import inference_local_dims as local_dims
@@ -100,28 +103,27 @@ def stage_weight_bytes(
 ) -> Array:
     """Weight bytes on one GPU of the busiest stage (see the module docstring); with
     ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
-    precisions = inference_hardware.precisions
+    precisions = as_published(inference_hardware.precisions, model.name)
     weight = precisions.stored_bytes_per_element()
     num_dense, num_moe = stage_layers(model, pp)
     attention_share, recurrent_share, mlp_share = model.block_shares  # a hybrid's average layer
     attention = (
-        attention_share * _params(shapes.attention, tp) * precisions.stored_bytes_per_element(attention=True)
+        attention_share * _params(shapes.attention, tp) * precisions.layer_bytes_per_element("attention")
         + shapes.num_norm_params * ACTIVATION_BYTES
     )
     if model.recurrent is not None:  # the projections in the run's format; conv, decay terms, norm in 16 bits
         rest = model.recurrent.head_params / tp * ACTIVATION_BYTES
         attention = attention + recurrent_share * (_params(shapes.recurrent, tp) * weight + rest)
-    dense = attention + mlp_share * _params(shapes.mlp, tp) * weight
+    dense = attention + mlp_share * _params(shapes.mlp, tp) * precisions.layer_bytes_per_element("dense_mlp")
     total = num_dense * dense
     if model.moe is not None:
         expert_tp = tp * dp_attention / ep
         physical = np.where(np.asarray(physical_experts) > 0, physical_experts, model.moe.num_routed_experts)
         slots = np.ceil(physical / np.asarray(ep, dtype=np.float64))  # the busiest GPU's expert slots
         experts = slots * _params(shapes.experts, expert_tp)
-        shared = (
-            _params(shapes.shared_experts, tp) + _params(shapes.router, 1.0) + _params(shapes.latent, 1.0)
-        )
-        total = total + num_moe * (attention + (experts + shared) * weight)
+        shared = _params(shapes.shared_experts, tp) * precisions.layer_bytes_per_element("shared_experts")
+        others = _params(shapes.router, 1.0) + _params(shapes.latent, 1.0)
+        total = total + num_moe * (attention + shared + (experts + others) * weight)
     table = model.vocab_size * model.hidden_size / tp * ACTIVATION_BYTES
     ends = np.where(pp > 1, table, table * (1.0 if model.tied_embeddings else 2.0))
     return total + ends

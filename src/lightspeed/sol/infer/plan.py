@@ -68,6 +68,11 @@ KV_PRECISIONS: Final = ("fp32", "bf16", "fp16", "fp8", "int8", "nvfp4", "fp4")
 # ModelOpt counts them, the element alone (block scales not counted)
 MIXABLE_PRECISIONS: Final = ("nvfp4", "mxfp4", "fp4", "fp8")
 _WIDER_BITS: Final = {4: 8, 8: 16}
+# layer kinds beyond the attention projections a published checkpoint may keep as it keeps those
+# (``kept_layers`` in sol/data/checkpoints.toml): a MoE layer's shared experts, a dense layer's MLP
+KEPT_LAYER_KINDS: Final = ("shared_experts", "dense_mlp")
+_INTEGER_FORMATS: Final = ("int8", "int4")
+_KEPT_LAYER_NAMES: Final = {"shared_experts": "shared experts", "dense_mlp": "dense-layer MLPs"}
 # deployment families the search tries: TP/EP/PP only, or also attention data parallelism (MoE)
 PLAN_FAMILIES: Final = ("tp-ep-pp", "wide-ep")
 
@@ -349,6 +354,7 @@ class InferencePlan(Record):
         _check_choice("precision", self.precision, INFERENCE_PRECISIONS)
         if self.activation_precision is not None:
             _check_choice("activation precision", self.activation_precision, INFERENCE_PRECISIONS)
+            _check_activation(self.precision, self.activation_precision)
         if self.kv_precision is not None:
             _check_choice("KV cache precision", self.kv_precision, KV_PRECISIONS)
         if self.attention_weights is not None:
@@ -464,6 +470,48 @@ def _check_effective_bits(precision: str, effective_bits: float) -> None:
         )
 
 
+def pairs_with(weights: str, activation: str) -> bool:
+    """Whether a GEMM takes weights stored in ``weights`` with inputs in ``activation``.
+
+    A tensor-core GEMM runs both operands in one format, so its inputs are as wide as the weights
+    or wider: the same tensor cores (FP8 and MXFP8; NVFP4, MXFP4 and FP4), 16-bit inputs beside
+    narrower weights dequantized in the GEMM (W8A16, W4A16), or 8-bit inputs beside 4-bit weights
+    of their own family (an FP4 weight with FP8 inputs, Blackwell's mixed FP8/FP6/FP4 MMA; INT4
+    with INT8, QServe's W4A8), and INT4 weights with FP8 inputs (TensorRT-LLM's ``w4a8_awq``,
+    docs/source/precision.md). Nothing pairs integer inputs with float weights, or FP8 inputs
+    with INT8 weights.
+
+    >>> pairs_with("int4", "fp8"), pairs_with("bf16", "fp8"), pairs_with("fp8", "int8")
+    (True, False, False)
+    """
+    inputs_bits, weight_bits = element_bits(activation), element_bits(weights)
+    if compute_precision(activation) == compute_precision(weights):
+        return True
+    if inputs_bits < weight_bits or (inputs_bits == weight_bits and inputs_bits < 16):
+        return False
+    if inputs_bits >= 16:
+        return True
+    integer_weights, integer_inputs = weights in _INTEGER_FORMATS, activation in _INTEGER_FORMATS
+    if integer_inputs:
+        return integer_weights
+    return not integer_weights or weights == "int4"
+
+
+def _check_activation(weights: str, activation: str) -> None:
+    """Refuse GEMM inputs in ``activation`` that no GEMM pairs with ``weights`` (:func:`pairs_with`)."""
+    if pairs_with(weights, activation):
+        return
+    narrower = element_bits(activation) < element_bits(weights)
+    why = "is narrower than" if narrower else "is of another family than"
+    allowed = [name for name in INFERENCE_PRECISIONS if pairs_with(weights, name)]
+    raise InvalidPlanError(
+        f"activation precision {activation} {why} the {weights} weights: a tensor-core GEMM takes "
+        f"both operands in one format, so no kernel runs them (W8A16, W4A16, W4A8 and NVFP4 with "
+        f"FP8 inputs are as wide or wider); with --precision {weights} give --activation-precision "
+        f"one of {', '.join(allowed)}, or drop it"
+    )
+
+
 def _check_choice(label: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise InvalidPlanError(f"{label} {value!r} is not one of {', '.join(allowed)}")
@@ -493,6 +541,19 @@ class Precisions(Record):
     wider_compute: str = ""
     wider_weight_bytes_per_element: float = 0.0
     wider_input_bytes_per_element: float = 0.0
+    # layer kinds (``KEPT_LAYER_KINDS``) a published checkpoint keeps as its attention projections:
+    # stored in ``attention_weights``, GEMMs in ``attention_compute`` (Kimi K2's shared experts and
+    # dense layer in BF16 beside INT4 routed experts; ``sol/infer/checkpoints.py``)
+    kept_layers: tuple[str, ...] = ()
+
+    def as_attention(self, kind: str) -> bool:
+        """Whether linear layers of ``kind`` (``attention``, one of ``KEPT_LAYER_KINDS``, or any
+        other) are stored and computed as the attention projections are."""
+        return kind == "attention" or kind in self.kept_layers
+
+    def layer_bytes_per_element(self, kind: str) -> float:
+        """Mean bytes per weight of the linear layers of ``kind`` (see :meth:`as_attention`)."""
+        return self.stored_bytes_per_element(attention=self.as_attention(kind))
 
     def stored_bytes_per_element(self, attention: bool = False) -> float:
         """Mean bytes per weight of the attention projections (``attention``) or the other linear
@@ -507,6 +568,16 @@ class Precisions(Record):
         if attention and self.attention_weights != self.weights:
             return 0.0
         return self.wider_share
+
+
+def kept_layers_text(kept_layers: tuple[str, ...]) -> str:
+    """The layers stored as the attention projections, in words.
+
+    >>> kept_layers_text(("shared_experts", "dense_mlp"))
+    'attention projections, shared experts and dense-layer MLPs'
+    """
+    names = ["attention projections", *(_KEPT_LAYER_NAMES[kind] for kind in kept_layers)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _compute_row(accelerator: Accelerator, precision: str) -> str | None:
@@ -740,6 +811,7 @@ def _check_replicas(plan: InferencePlan, num_experts: int) -> None:
 
 __all__ = [
     "INFERENCE_PRECISIONS",
+    "KEPT_LAYER_KINDS",
     "KV_PRECISIONS",
     "PLAN_FAMILIES",
     "InferencePlan",
@@ -748,6 +820,8 @@ __all__ = [
     "ServingLoad",
     "SpeculativeDecoding",
     "check_acceptance_rate",
+    "kept_layers_text",
+    "pairs_with",
     "resolve_precisions",
     "validate_inference_plan",
 ]
