@@ -161,3 +161,15 @@ def test_p4d_is_in_the_catalog_with_its_own_nics() -> None:
     assert system.scale_out is not None
     # 4 x 100 Gb/s = 400 Gb/s = 50 GB/s each way
     assert system.scale_out.num_links * system.scale_out.link.per_direction_bytes_per_s == pytest.approx(50e9)
+
+
+# 6. GPU-hours read as GPU-hours (the tour stored them in 'h' before) ----------------------------
+
+
+def test_gpu_hours_show_as_gpu_hours_and_old_runs_still_compare() -> None:
+    from lightspeed.gate.inputs import LEGACY_METRICS
+    from lightspeed.report.results import _value_text
+
+    # DeepSeek-V3's 2.664M GPU-hours, not '2.664e+06 h' (2.7 million wall-clock hours)
+    assert _value_text(2.664e6, "GPU-hours", "gpu_hours") == "2.664 M GPU-hours"
+    assert LEGACY_METRICS[("gpu_hours", "h")] == ("gpu_hours", "GPU-hours", 1.0, True)

@@ -46,7 +46,9 @@ from lightspeed.extras import (
 )
 from lightspeed.files import cannot_create_in
 from lightspeed.records import Record
-from lightspeed.store.location import store_location
+from lightspeed.store.backends import StoreMissingError
+from lightspeed.store.database import open_store
+from lightspeed.store.location import StoreLocation, store_location
 
 Status = Literal["ok", "missing", "unreachable", "not configured"]
 DEFAULT_TIMEOUT_S: Final = 2.0
@@ -293,20 +295,14 @@ def ray_current_cluster() -> str | None:
 
 def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Check:
     """PostgreSQL: the results store at ``$LIGHTSPEED_STORE`` when it is a ``postgresql://`` URL;
-    otherwise whether the SQLite file the results go to can be written (:func:`sqlite_problem`)."""
+    otherwise whether lightspeed reads the SQLite file the results go to (:func:`sqlite_refusal`)
+    and can write it (:func:`sqlite_problem`)."""
     try:
         location = store_location(store)
     except LightspeedError as error:
         return Check("backend", "PostgreSQL", "unreachable", str(error))
     if location.url is None:
-        where = (
-            f"LIGHTSPEED_STORE is not a postgresql:// URL; results go to the SQLite file {location.display}"
-        )
-        problem = sqlite_problem(location.path) if location.path is not None else None
-        if problem is not None:
-            detail = f"{where}, which cannot be written: {problem}; {_SQLITE_FIX}"
-            return Check("backend", "PostgreSQL", "unreachable", detail)
-        return Check("backend", "PostgreSQL", "not configured", where)
+        return _check_sqlite_store(location)
     try:
         psycopg = import_extra("psycopg", extra="postgres", purpose="a postgresql:// results store")
     except MissingExtraError as error:
@@ -319,6 +315,36 @@ def check_postgres(store: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_
         return Check("backend", "PostgreSQL", "unreachable", detail)
     major, minor = divmod(int(version), 10000)
     return Check("backend", "PostgreSQL", "ok", f"{location.display}: server {major}.{minor}")
+
+
+def _check_sqlite_store(location: StoreLocation) -> Check:
+    """The SQLite file the results go to: refused by lightspeed (not a store, a newer schema),
+    not writable, or fine (``not configured``: no PostgreSQL)."""
+    where = f"LIGHTSPEED_STORE is not a postgresql:// URL; results go to the SQLite file {location.display}"
+    refusal = sqlite_refusal(location)
+    if refusal is not None:
+        return Check("backend", "PostgreSQL", "unreachable", f"{where}, which lightspeed refuses: {refusal}")
+    problem = sqlite_problem(location.path) if location.path is not None else None
+    if problem is not None:
+        detail = f"{where}, which cannot be written: {problem}; {_SQLITE_FIX}"
+        return Check("backend", "PostgreSQL", "unreachable", detail)
+    return Check("backend", "PostgreSQL", "not configured", where)
+
+
+def sqlite_refusal(location: StoreLocation) -> str | None:
+    """Why lightspeed refuses the existing SQLite store at ``location`` (another kind of file, a
+    damaged one, another program's database, a schema newer than this lightspeed), found by
+    opening it for reading as every command does, which never creates or changes it; ``None``
+    when it is readable or not there yet (the first write creates it)."""
+    try:
+        if location.path is None or not location.path.is_file():
+            return None
+        with open_store(location, create=False):
+            return None
+    except StoreMissingError:  # an empty database: the first write makes the tables
+        return None
+    except (LightspeedError, OSError) as error:  # OSError: a folder on the way this user may not search
+        return first_line(error)
 
 
 def sqlite_problem(path: Path) -> str | None:

@@ -514,7 +514,8 @@ def _shown_number(text: str) -> float:
 
 
 # Units whose smaller value is better (durations, energies); a rate (``.../s``) is better higher
-LOWER_IS_BETTER_UNITS: Final = ("s", "ms", "us", "ns", "min", "h", "J", "kJ", "MJ", "Wh", "kWh")
+_ENERGY_UNITS: Final = ("J", "kJ", "MJ", "Wh", "kWh")
+LOWER_IS_BETTER_UNITS: Final = (*_DURATION_UNITS, *_ENERGY_UNITS)
 HIGHER_IS_BETTER_UNIT_SUFFIX: Final = "/s"
 UNIT_PER: Final = "/"  # ``NUMERATOR/DENOMINATOR``: ``ms/token``, ``J/token``, ``B/s``
 

@@ -232,13 +232,14 @@ def push(
     Example: lightspeed results push --to postgresql://ci@perf-db/lightspeed
     """
     target_location = store_location(destination, given_as="--to")  # refused before anything opens
-    if source is not None:
-        store_location(source, given_as="--from")  # an empty --from is not the current folder
-    with open_store(source, create=False) as origin:
+    source_location = store_location(source, given_as="--from")  # an empty --from is not the current folder
+    with open_store(source_location, create=False) as origin:
         origin.select_runs(run_ids, kind)  # a bad id or --kind is refused before the destination is made
-    with open_store(source, create=False) as origin, _destination(target_location) as target:
-        if origin.location == target.location:
-            raise UserInputError(f"--to and --from are the same store ({target.location}); push to another")
+    if target_location.same_as(source_location):  # also spelled another way: a link, '..', relative
+        raise UserInputError(
+            f"--to and --from are the same store ({target_location.display}); push to another"
+        )
+    with open_store(source_location, create=False) as origin, _destination(target_location) as target:
         result = push_runs(source=origin, destination=target, run_ids=run_ids or None, kind=kind)
     if as_json:
         print_json(result)

@@ -520,23 +520,30 @@ def _within_threshold(moved_fraction: float, threshold_fraction: float) -> bool:
     return abs(moved_fraction) <= threshold_fraction * (1.0 + THRESHOLD_RELATIVE_TOLERANCE)
 
 
-def check_compatible(baseline: MetricSamples, current: MetricSamples) -> tuple[bool, bool]:
+def check_compatible(
+    baseline: MetricSamples, current: MetricSamples, *, places: tuple[str, str] | None = None
+) -> tuple[bool, bool]:
     """Refuse two series that are not the same metric in the same unit; return the direction
-    (``lower_is_better``) and whether it is assumed."""
+    (``lower_is_better``) and whether it is assumed. ``places`` says where each series is, for
+    the messages (default: the baseline and the current run, with their sources)."""
     if baseline.metric != current.metric:
         raise UserInputError(
             f"cannot compare metric {baseline.metric!r} with {current.metric!r}; "
             "pass results of the same metric (or choose one with --metric)"
         )
+    first_place, second_place = places or (
+        f"the baseline ({baseline.source})",
+        f"the current run ({current.source})",
+    )
     if baseline.unit != current.unit:
         raise UserInputError(
-            f"metric {baseline.metric!r} is in {baseline.unit!r} in the baseline ({baseline.source}) "
-            f"but in {current.unit!r} in the current run ({current.source}); convert one to the other's unit"
+            f"metric {baseline.metric!r} is in {baseline.unit!r} in {first_place} "
+            f"but in {current.unit!r} in {second_place}; convert one to the other's unit"
         )
-    return _direction(baseline, current)
+    return _direction(baseline, current, (first_place, second_place))
 
 
-def _direction(first: MetricSamples, second: MetricSamples) -> tuple[bool, bool]:
+def _direction(first: MetricSamples, second: MetricSamples, places: tuple[str, str]) -> tuple[bool, bool]:
     """``lower_is_better`` of two series of one metric and whether it is assumed: a stated
     direction wins over a guess (an old record without one beside a new record with one)."""
     if first.direction_assumed != second.direction_assumed:
@@ -544,8 +551,7 @@ def _direction(first: MetricSamples, second: MetricSamples) -> tuple[bool, bool]
         return stated.lower_is_better, False
     if first.lower_is_better != second.lower_is_better:
         raise UserInputError(
-            f"metric {first.metric!r} says lower_is_better={first.lower_is_better} in the baseline "
-            f"({first.source}) but {second.lower_is_better} in the current run ({second.source}); "
-            "make both agree"
+            f"metric {first.metric!r} says lower_is_better={first.lower_is_better} in {places[0]} "
+            f"but {second.lower_is_better} in {places[1]}; make both agree"
         )
     return first.lower_is_better, first.direction_assumed

@@ -29,7 +29,7 @@ from lightspeed.goodput import read_run
 from lightspeed.records import Record
 from lightspeed.store.backends import StoreMissingError
 from lightspeed.store.database import ResultsStore, open_store
-from lightspeed.store.records import NewRecord, StoredRecord
+from lightspeed.store.records import NewRecord, RunSummary, StoredRecord
 from lightspeed.trace import detect_format, load_trace
 from lightspeed.units import unit_direction
 
@@ -55,6 +55,8 @@ EXPORTED_RECORD_FIELDS: Final = ("record_id", "run_id", "name", "metric", "unit"
 # trace's idle share as idle_pct in % without a direction; it stores idle_fraction now.
 LEGACY_METRICS: Final[dict[tuple[str, str], tuple[str, str, float, bool]]] = {
     ("idle_pct", "%"): ("idle_fraction", "1", 0.01, True),
+    # the tour's DeepSeek-V3 GPU-hours, stored in "h" before round 15
+    ("gpu_hours", "h"): ("gpu_hours", "GPU-hours", 1.0, True),
 }
 
 
@@ -381,8 +383,21 @@ def load_metric_samples(
                 "pass a sample file (JSON), a goodput run folder, or run:ID (see 'lightspeed results list')"
             )
         run = store.run(run_ref)
+        _refuse_incomplete(run)
         records = store.records(run_id=run.run_id)
     return samples_from_records(records, source=f"run:{run.run_id}")
+
+
+def _refuse_incomplete(run: RunSummary) -> None:
+    """A run its writer has not finished is no result to judge: its records may be a part."""
+    if run.complete:
+        return
+    raise UserInputError(
+        f"run:{run.run_id} is incomplete: its writer has not finished it (it is still being written, "
+        "or its writer crashed), so its records may be only a part of the run; wait for it to finish "
+        "and compare again, or compare a complete run ('lightspeed results list' lists them; "
+        f"'lightspeed results show {run.run_id}' shows what this one holds so far)"
+    )
 
 
 def samples_from_records(

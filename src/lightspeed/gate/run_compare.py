@@ -178,7 +178,7 @@ def _by_metric(
         item = entry if num_warmup is None else replace(entry, num_warmup=num_warmup)
         check_series(item, role, item.num_warmup)
         previous = table.get(item.metric)
-        table[item.metric] = item if previous is None else _pooled(previous, item)
+        table[item.metric] = item if previous is None else _pooled(previous, item, role)
     return table
 
 
@@ -269,10 +269,12 @@ def _match_note(match: _Match) -> str:
     )
 
 
-def _pooled(first: MetricSamples, second: MetricSamples) -> MetricSamples:
-    """Two series of one metric as one: the warm-up samples of both first (``num_warmup`` counts
-    them all), then the measured samples of both."""
-    lower_is_better, direction_assumed = check_compatible(first, second)
+def _pooled(first: MetricSamples, second: MetricSamples, role: str) -> MetricSamples:
+    """Two series of one metric of the ``role`` input as one: the warm-up samples of both first
+    (``num_warmup`` counts them all), then the measured samples of both."""
+    lower_is_better, direction_assumed = check_compatible(
+        first, second, places=_pooled_places(first, second, role)
+    )
     warmup = first.samples[: first.num_warmup] + second.samples[: second.num_warmup]
     return replace(
         first,
@@ -282,6 +284,17 @@ def _pooled(first: MetricSamples, second: MetricSamples) -> MetricSamples:
         num_warmup=len(warmup),
         source=f"{first.source}+{second.source}",
     )
+
+
+def _pooled_places(first: MetricSamples, second: MetricSamples, role: str) -> tuple[str, str]:
+    """Where two entries of one input are, for a message refusing to pool them: two entries of
+    one file, or two files of the same side."""
+    if first.source == second.source:
+        return (
+            f"one entry of the {role} input ({first.source})",
+            "another entry of that same input (the entries of one metric are pooled)",
+        )
+    return f"the {role} input {first.source}", f"the {role} input {second.source}"
 
 
 def environment_differences(

@@ -16,7 +16,7 @@ from lightspeed.report.bench import format_value, fraction_text, result_notes
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.store import PushResult, RunSummary, StoredRecord
 from lightspeed.store.records import StoredJson
-from lightspeed.units import format_percent
+from lightspeed.units import format_count, format_percent
 
 CSV_COLUMNS: Final = (
     "record_id",
@@ -35,6 +35,11 @@ CSV_COLUMNS: Final = (
 # Units of numbers without a dimension: '1' (goodput_fraction, ratios of figures), 'ratio' (shares
 # from 0 to 1, as monitor runs store them).
 DIMENSIONLESS_UNITS: Final = ("1", "ratio", "")
+# What a run its writer has not finished is (the header of 'results show').
+INCOMPLETE_NOTE: Final = (
+    "INCOMPLETE: its writer has not finished this run (it is still being written, or its writer "
+    "crashed), so its records may be only a part of it; 'lightspeed compare' refuses it until finished"
+)
 # A cell starting with one of these is a formula in spreadsheet programs (CSV injection).
 _FORMULA_PREFIXES: Final = ("=", "+", "-", "@", "\t", "\r")
 
@@ -123,7 +128,8 @@ def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: St
     time), then the environment it ran in (shown whole when it is not a JSON object).
 
     Benchmark results are shown as ``lightspeed bench`` showed them: the fraction marked ``*``
-    above the SOL, their correctness, and their notes (SOL, above the SOL, a busy machine)."""
+    above the SOL, their correctness, and their notes (SOL, above the SOL, a busy machine). A run
+    its writer has not finished says so (``INCOMPLETE``) in its header and below its records."""
     console = make_console()
     results = [_bench_result(record) for record in records]
     benchmarks = [result for result in results if result is not None]
@@ -133,6 +139,7 @@ def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: St
     ]
     title = plain(
         f"run {run.run_id} ({run.kind}, {run.label or 'no label'}, {_timestamp(run.created_s)} UTC)"
+        + ("" if run.complete else ", INCOMPLETE")
     )
     headers = ["name", "metric", "value", "SOL", "of SOL", *(["correct"] if benchmarks else [])]
     notes = result_notes(benchmarks)
@@ -144,6 +151,8 @@ def render_run(run: RunSummary, records: Sequence[StoredRecord], fingerprint: St
         caption="\n".join(plain(note) for note in notes) if notes else None,
         console=console,
     )
+    if not run.complete:
+        console.print(INCOMPLETE_NOTE, highlight=False, markup=False)
     wrong = [result for result in benchmarks if not result.correct]
     if wrong:
         console.print(f"[bold red]{len(wrong)} result(s) failed their correctness check[/]")
@@ -182,6 +191,8 @@ def _record_row(record: StoredRecord, result: BenchResult | None, *, with_correc
 def _value_text(value: float | None, unit: str, metric: str) -> str:
     """A stored value for reading: a share (unit ``ratio``, or ``1`` for a ``*_fraction`` metric) as
     a percent, another dimensionless number bare (``0.03077``, not ``0.03077 1``), else in its unit."""
+    if value is not None and unit == "GPU-hours":  # 2.503 M GPU-hours, not 2.503e+06
+        return f"{format_count(value)} {unit}"
     if value is None or unit not in DIMENSIONLESS_UNITS:
         return format_value(value, unit)
     if unit == "ratio" or metric.endswith("fraction"):

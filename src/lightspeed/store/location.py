@@ -62,6 +62,20 @@ class StoreLocation:
     def __repr__(self) -> str:  # the URL may hold a password: show only the masked form
         return f"StoreLocation(backend={self.backend!r}, display={self.display!r})"
 
+    def same_as(self, other: StoreLocation) -> bool:
+        """Whether ``other`` names this store: the same file however its path is spelled
+        (relative, through ``..`` or a symbolic link), else the same location.
+
+        >>> store_location("/tmp/a/../r.sqlite").same_as(store_location("sqlite:////tmp/r.sqlite"))
+        True
+        """
+        if self.path is None or other.path is None:
+            return self.display == other.display
+        try:
+            return os.path.samefile(self.path, other.path)
+        except OSError:  # one is missing (not yet created): compare the paths they resolve to
+            return self.path.resolve() == other.path.resolve()
+
     def scrub(self, text: str) -> str:
         """``text`` with the URL and its passwords masked (for messages built from driver errors)."""
         if self.url:
