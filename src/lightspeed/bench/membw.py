@@ -16,12 +16,15 @@ that would add uncounted traffic), best of N repetitions as STREAM reports, and
 a check of every kernel's result on sampled elements. MB are 1e6 bytes, as in STREAM.
 
 ``--quick`` caps the arrays at :data:`QUICK_MAX_ARRAY_BYTES` (a server's caches
-can ask for gigabytes per array and minutes of setup); where that is below the
-rule, each result says the caches may have held part of the arrays.
+can ask for gigabytes per array and minutes of setup); where that, or an
+``--array-size``, is below the rule, each result says the caches may have held
+the arrays (``details.cache_note``, ``details.meets_stream_rule`` false), and
+``calibrate`` refuses to fit the memory efficiency from it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -118,20 +121,40 @@ def array_elements(*, cache_bytes: int | None, array_bytes: float | None = None,
     return int(target // BYTES_PER_ELEMENT)
 
 
-def quick_cache_note(*, array_bytes: int, cache_bytes: int | None) -> str:
-    """Why a result may be above the DRAM figure when ``--quick`` made the arrays smaller than
-    4 x the last-level caches (``""`` when they are not).
+def cache_note(*, array_bytes: int, cache_bytes: int | None, quick: bool) -> str:
+    """Why a result may be above the DRAM figure when the arrays are smaller than 4 x the
+    last-level caches (STREAM's rule), however their size was chosen: ``--quick``'s cap or an
+    ``--array-size`` (``""`` when they are not, or the caches are unknown).
 
-    >>> quick_cache_note(array_bytes=256 * 2**20, cache_bytes=32 * 2**20)
+    >>> cache_note(array_bytes=256 * 2**20, cache_bytes=32 * 2**20, quick=True)
     ''
+    >>> cache_note(array_bytes=2**20, cache_bytes=210 * 2**20, quick=False)[:56]
+    '--array-size: arrays of 1 MiB, under 4 x the 210 MiB of '
     """
-    if cache_bytes is None or array_bytes >= LLC_MULTIPLE * cache_bytes:
+    if not under_stream_rule(array_bytes=array_bytes, cache_bytes=cache_bytes):
         return ""
-    return (
-        f"--quick: arrays of {format_bytes(array_bytes, binary=True)}, under {LLC_MULTIPLE} x the "
-        f"{format_bytes(cache_bytes, binary=True)} of last-level cache: the caches may hold part of them "
-        "and raise the figures; run without --quick for STREAM's rule"
+    assert cache_bytes is not None
+    rule_mib = math.ceil(LLC_MULTIPLE * cache_bytes / MIB)
+    option, fix = (
+        ("--quick", "run without --quick for STREAM's rule")
+        if quick
+        else ("--array-size", f"use --array-size {rule_mib}MiB or more (or leave it out) for STREAM's rule")
     )
+    return (
+        f"{option}: arrays of {format_bytes(array_bytes, binary=True)}, under {LLC_MULTIPLE} x the "
+        f"{format_bytes(cache_bytes, binary=True)} of last-level cache: the caches may hold part of them "
+        f"and raise the figures; {fix}"
+    )
+
+
+def under_stream_rule(*, array_bytes: float, cache_bytes: int | None) -> bool:
+    """Whether arrays of ``array_bytes`` are smaller than STREAM's rule (4 x the last-level caches);
+    ``False`` when the caches are unknown.
+
+    >>> under_stream_rule(array_bytes=2**20, cache_bytes=2**20)
+    True
+    """
+    return cache_bytes is not None and array_bytes < LLC_MULTIPLE * cache_bytes
 
 
 class _Stream:
@@ -193,7 +216,10 @@ def run_membw(
     torch = import_torch()
     cache_bytes = last_level_cache_bytes(torch, device)
     num_elements = array_elements(cache_bytes=cache_bytes, array_bytes=array_bytes, quick=quick)
-    small = quick_cache_note(array_bytes=num_elements * BYTES_PER_ELEMENT, cache_bytes=cache_bytes)
+    # given or chosen, arrays under STREAM's rule are said to be (calibrate refuses them)
+    note_of_cache = cache_note(
+        array_bytes=num_elements * BYTES_PER_ELEMENT, cache_bytes=cache_bytes, quick=array_bytes is None
+    )
     require_memory(
         torch,
         device,
@@ -205,9 +231,8 @@ def run_membw(
     timer = Timer(torch, device, flush_l2=False)  # arrays already dwarf the caches
     repeats = 5 if quick else 10
     peak, note = sol.memory()
-    cache_note = small if array_bytes is None else ""
-    if cache_note:
-        note = f"{note}; {cache_note}" if note else cache_note
+    if note_of_cache:
+        note = f"{note}; {note_of_cache}" if note else note_of_cache
     results: list[BenchResult] = []
     for position, name in enumerate(kernels):
         if progress is not None:
@@ -234,8 +259,10 @@ def run_membw(
                     "num_elements": num_elements,
                     "last_level_cache_bytes": cache_bytes,
                     "num_threads": device.num_threads,
-                    # why the figures may be too high (calibrate carries it onto memory_efficiency)
-                    **({"cache_note": cache_note} if cache_note else {}),
+                    # False: arrays under STREAM's rule (calibrate refuses to fit memory from them)
+                    "meets_stream_rule": None if cache_bytes is None else not note_of_cache,
+                    # why the figures may be too high (said with the refusal, or carried by --force)
+                    **({"cache_note": note_of_cache} if note_of_cache else {}),
                 },
             )
         )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -30,7 +31,7 @@ from lightspeed.bench import (
 from lightspeed.cli._common import get_context, given_flags, json_option, print_json, refuse_together
 from lightspeed.cli._sol_options import model_by_name_or_path
 from lightspeed.cli.options import ARRAY_SIZE, GEMM_ROWS, NAME, PROCESSES, THREADS, TIMEOUT, Integer, SizeList
-from lightspeed.cli.text_options import OutputPath
+from lightspeed.cli.text_options import NonEmptyText, OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.gate import benchmark_records
 from lightspeed.limits import MAX_BYTES
@@ -55,6 +56,38 @@ def _split(values: Sequence[str], *, flag: str, example: str) -> list[str]:
     if not values:
         return []
     return [part.lower() for part in parse_items(",".join(values), flag, example=f"{flag} {example}")]
+
+
+MAX_LABEL_CHARS: Final = 200  # a label is a line of 'results list', not a document
+_LINE_BREAKING: Final = ("Cc", "Zl", "Zp")  # control characters (newline, tab, escape), line separators
+
+
+class RunLabel(NonEmptyText):
+    """A stored run's label: one short line of text. Blank, over :data:`MAX_LABEL_CHARS`
+    characters, or holding a control character (a newline, a tab, an escape) is refused: it would
+    show as nothing, or break or flood every listing of the runs.
+
+    >>> RunLabel().convert("nightly gemm", None, None)
+    'nightly gemm'
+    """
+
+    name = "label"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(super().convert(value, param, ctx))
+        if len(text) > MAX_LABEL_CHARS:
+            self.fail(
+                f"a label of {len(text):,} characters is too long; use at most {MAX_LABEL_CHARS}", param, ctx
+            )
+        control = next((char for char in text if unicodedata.category(char) in _LINE_BREAKING), None)
+        if control is not None:
+            self.fail(
+                f"{text[:40]!r} holds the control character {control!r}; give the label on one line, "
+                "without control characters",
+                param,
+                ctx,
+            )
+        return text
 
 
 PLOTTED_SUITES = ("gemm", "membw")  # the suites with points on a roofline (FLOP/s over FLOP per byte)
@@ -133,7 +166,7 @@ def _check_store() -> None:
         pass
 
 
-def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
+def _save(results: Sequence[BenchResult], suite: str, label: str | None) -> str:
     with open_store(create=True) as store:
         return store.add_records(kind="benchmark", records=benchmark_records(results), label=label or suite)
 
@@ -193,7 +226,12 @@ def _save(results: Sequence[BenchResult], suite: str, label: str) -> str:
     default=None,
     help="Catalog device or CPU record to use as the SOL instead of detection (see 'lightspeed hw list').",
 )
-@click.option("--label", default="", help="Label of the stored run (default: the suite).")
+@click.option(
+    "--label",
+    type=RunLabel(),
+    default=None,
+    help=f"Label of the stored run, one line of at most {MAX_LABEL_CHARS} characters (default: the suite).",
+)
 @click.option("--no-save", is_flag=True, help="Do not write the results to the store.")
 @click.option(
     "--plot", "plot_path", type=OutputPath(example="roofline.png"), default=None, help="Roofline chart file."

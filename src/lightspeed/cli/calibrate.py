@@ -157,7 +157,10 @@ def _shown_base(base: EfficiencyModel, result: CalibrationResult) -> EfficiencyM
 @click.option(
     "--force",
     is_flag=True,
-    help="Keep efficiencies above 105% of their SOL (a low SOL, a timer off) instead of refusing them.",
+    help=(
+        "Keep efficiencies above 105% of their SOL (a low SOL, a timer off) and STREAM results under "
+        "STREAM's array rule (the caches held them) instead of refusing them."
+    ),
 )
 @json_option
 def command(
@@ -190,6 +193,8 @@ def command(
         _check_benchmark_runs(store, sources)
         payloads, used = benchmark_payloads(store, sources)
         suite_sources = _suite_sources(store, payloads, used)
+    if not force:
+        _refuse_cached_stream(payloads, suite_sources.get("membw") or used)
     chosen_dtype = dtype or _default_dtype(payloads)
     inputs = replace(
         calibration_inputs(payloads, dtype=chosen_dtype, sources=used),
@@ -212,7 +217,7 @@ def command(
 
 
 # the notes a benchmark result keeps in its details about its own figures: the machine was busy
-# (bench's runtime.with_load_note), a --quick STREAM run's arrays the caches may hold (membw)
+# (bench's runtime.with_load_note), a STREAM run's arrays the caches may hold (membw; kept by --force)
 _CAVEAT_KEYS = ("load_note", "cache_note")
 # results stored before membw kept its cache note in details: the note within sol_note
 _OLD_CACHE_NOTE = "--quick: arrays of"
@@ -235,6 +240,24 @@ def _caveats(payloads: Sequence[Mapping[str, Any]], *, dtype: str) -> dict[str, 
             notes += [sol_note[start:]] if start >= 0 else []
         found.setdefault(suite, {}).update(dict.fromkeys(notes))
     return {suite: tuple(notes) for suite, notes in found.items() if notes}
+
+
+def _refuse_cached_stream(payloads: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> None:
+    """A STREAM result whose arrays were under STREAM's rule (4 x the last-level caches; bench says
+    so in ``details.meets_stream_rule``) measured the caches, at least in part: a memory efficiency
+    fitted from it would be the caches' (55% "of DRAM" from 1 MiB arrays). Refused; ``--force``
+    keeps it, with its note carried as a warning."""
+    for payload in payloads:
+        details = payload.get("details")
+        if payload.get("suite") != "membw" or not isinstance(details, Mapping):
+            continue
+        if details.get("meets_stream_rule") is False and payload.get("correct") and payload.get("sol"):
+            where = ", ".join(sources) or "the results"
+            raise UserInputError(
+                f"the STREAM results of {where} break STREAM's array rule ({details.get('cache_note')}); "
+                "a memory efficiency fitted from them would be the caches': re-run 'lightspeed bench "
+                "membw' as the note says, or pass --force to fit them anyway"
+            )
 
 
 def _suite_sources(

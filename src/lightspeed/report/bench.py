@@ -15,6 +15,7 @@ from lightspeed.bench import BenchResult, DeviceSol, best_per_dtype
 from lightspeed.report.console import make_console, plain, render_table
 from lightspeed.report.palette import category_color, series_color
 from lightspeed.report.plots import (
+    DEFAULT_PLOT_FORMATS,
     add_legend,
     check_plot_targets,
     new_figure,
@@ -343,17 +344,16 @@ def _si_formatter() -> Any:
     return EngFormatter(sep="")
 
 
-_ROOFLINE_FORMATS: Final = ("png", "svg")  # both, whatever the suffix (docs/bench.md)
-
-
 def save_roofline(
     results: Sequence[BenchResult], *, sol: DeviceSol, precision: str, title: str, path: Path
 ) -> list[Path]:
     """Draw :func:`roofline_figure` (one roof per GEMM precision; ``precision`` when none) and
-    write it as ``path`` (PNG and SVG)."""
-    stem = _roofline_stem(path)  # a bad path refused before the figure is drawn
+    write it to ``path`` as :func:`~lightspeed.report.plots.plot_paths` says: a ``.png``, ``.svg`` or
+    ``.pdf`` name that file only, a name without suffix PNG and SVG, a folder ``roofline.png`` and
+    ``roofline.svg`` in it."""
+    stem, formats = _roofline_targets(path)  # a bad path refused before the figure is drawn
     figure = roofline_figure(results, sol=sol, precision=precision, title=title)
-    return save_figure(figure, stem, _ROOFLINE_FORMATS)
+    return save_figure(figure, stem, formats)
 
 
 def check_roofline_plot(path: Path) -> list[Path]:
@@ -361,12 +361,11 @@ def check_roofline_plot(path: Path) -> list[Path]:
     (:func:`~lightspeed.report.plots.check_plot_targets`: a plot suffix, a folder that exists and
     takes a new file, no target a folder or read-only), so that ``bench`` refuses a bad path
     before it measures. Nothing is written."""
-    return check_plot_targets(_roofline_stem(path), _ROOFLINE_FORMATS)
+    return check_plot_targets(*_roofline_targets(path))
 
 
-def _roofline_stem(path: Path) -> Path:
-    stem, _ = plot_paths(path, name="roofline", default_formats=_ROOFLINE_FORMATS)
-    return stem
+def _roofline_targets(path: Path) -> tuple[Path, tuple[str, ...]]:
+    return plot_paths(path, name="roofline", default_formats=DEFAULT_PLOT_FORMATS)
 
 
 def _parameter_text(name: str, value: float) -> str:

@@ -78,19 +78,26 @@ def figure_svg(figure: Figure) -> str:
 
 
 PLOT_FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
+# what a ``--plot PATH`` without a suffix (or naming a folder) writes; a suffix writes that format only
+DEFAULT_PLOT_FORMATS: tuple[str, ...] = ("png", "svg")
 
 
-def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+def plot_paths(
+    path: Path, *, name: str, default_formats: tuple[str, ...] = DEFAULT_PLOT_FORMATS
+) -> tuple[Path, tuple[str, ...]]:
     """Where ``--plot PATH`` writes: ``(stem, formats)``.
 
-    A suffix (``.png``, ``.svg``, ``.pdf``) picks one format; no suffix writes
-    ``default_formats``; an existing folder gets ``NAME.<format>`` inside it
+    A suffix (``.png``, ``.svg``, ``.pdf``) picks that format only (a sibling of another format,
+    ``PATH.svg`` beside ``PATH.png``, is never written); no suffix writes
+    ``default_formats`` (PNG and SVG); an existing folder gets ``NAME.<format>`` inside it
     (never ``PATH.png`` beside it); a special file (``/dev/full``) and a path
     whose folder does not exist are refused (no folder is ever created).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> plot_paths(folder, name="pareto", default_formats=("png",)) == (folder / "pareto", ("png",))
+    True
+    >>> plot_paths(folder / "k.png", name="roofline") == (folder / "k", ("png",))
     True
     """
     if path.is_dir():
@@ -113,7 +120,7 @@ def plot_paths(path: Path, *, name: str, default_formats: tuple[str, ...]) -> tu
     return path, default_formats
 
 
-def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = DEFAULT_PLOT_FORMATS) -> list[Path]:
     """Write ``path_stem.<format>`` for each format (into an existing folder: none is created),
     close the figure, return the paths."""
     chosen = tuple(formats)
@@ -132,7 +139,7 @@ def save_figure(figure: Figure, path_stem: Path, formats: Iterable[str] = ("png"
     return written
 
 
-def check_plot_targets(path_stem: Path, formats: Iterable[str] = ("png", "svg")) -> list[Path]:
+def check_plot_targets(path_stem: Path, formats: Iterable[str] = DEFAULT_PLOT_FORMATS) -> list[Path]:
     """The files :func:`save_figure` would write, checked before a long job makes the figure: the
     nearest folder that exists must take a new file (a probe is created and removed), and no
     target may be a folder or a file that cannot be overwritten. Nothing is left behind.

@@ -71,7 +71,7 @@ from typing import Any, Final
 
 from lightspeed.datafile import MAX_DATA_FILE_BYTES, Fields, JsonFields, load_json, normalize_name
 from lightspeed.errors import DataFileError, UserInputError
-from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
+from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM, MAX_MTP_MODULES
 from lightspeed.workload.hf_quantization import checkpoint_formats
 from lightspeed.workload.hf_rope_scaling import original_context, reported_context_note
 from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec
@@ -152,7 +152,14 @@ _HF_LAYER_KINDS: Final = {
 
 
 class _JsonFields(JsonFields):
-    """A ``config.json`` object: a missing key's fix is the published config.json's value."""
+    """A ``config.json`` object: a missing key's fix is the published config.json's value, and a
+    ``null`` where a default exists reads as the key left out (transformers keeps its default:
+    Mixtral's ``"num_key_value_heads": null`` is as many as the attention heads)."""
+
+    def integer(self, key: str, default: int | None = None, minimum: int = 0) -> int:
+        if default is not None and self.data.get(key) is None:
+            return default
+        return super().integer(key, default, minimum)
 
     def _absent(self, key: str, shape: str) -> DataFileError | None:
         return DataFileError(
@@ -301,7 +308,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         original_max_seq_len=original_context(fields, model_type),
         norm="layernorm" if model_type == "nemotron" else "rmsnorm",
         mlp_bias=_mlp_bias(fields, model_type),
-        num_mtp_modules=fields.integer("num_nextn_predict_layers", 0) if model_type in _MTP_TYPES else 0,
+        num_mtp_modules=_mtp_modules(fields, "num_nextn_predict_layers") if model_type in _MTP_TYPES else 0,
         source=f"Hugging Face config.json ({fields.path})",
     )
 
@@ -351,7 +358,7 @@ def _nemotron_h(fields: Fields, name: str) -> TransformerSpec:
         position_embedding="none",
         max_seq_len=_dimension(fields, "max_position_embeddings", "max_seq_len"),
         mlp_bias=fields.boolean("mlp_bias", False),
-        num_mtp_modules=fields.integer("num_nextn_predict_layers", 0),
+        num_mtp_modules=_mtp_modules(fields, "num_nextn_predict_layers"),
         source=f"Hugging Face config.json ({fields.path})",
     )
 
@@ -402,7 +409,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
         position_embedding="rope",
         max_seq_len=_dimension(fields, "max_position_embeddings", "max_seq_len"),
         original_max_seq_len=original_context(fields, model_type),
-        num_mtp_modules=fields.integer("mtp_num_hidden_layers", 0),
+        num_mtp_modules=_mtp_modules(fields, "mtp_num_hidden_layers"),
         source=f"Hugging Face config.json ({fields.path})",
     )
 
@@ -517,6 +524,23 @@ def _derived_head_dim(fields: Fields, hidden: int, num_heads: int) -> int:
             fix="add head_dim (the published config.json's) or correct hidden_size and num_attention_heads",
         )
     return head_dim
+
+
+def _mtp_modules(fields: Fields, key: str) -> int:
+    """Config key ``key``: how many multi-token-prediction modules (0 when absent or ``null``), at
+    most :data:`~lightspeed.limits.MAX_MTP_MODULES` (the bound ``--mtp-modules`` has), refused
+    naming ``key`` rather than the spec's ``num_mtp_modules``."""
+    value = fields.integer(key, 0)
+    if value > MAX_MTP_MODULES:
+        raise DataFileError(
+            fields.path,
+            f"{key} {value:,} is above {MAX_MTP_MODULES}, past any model's multi-token-prediction "
+            "modules (DeepSeek-V3 has 1)",
+            field=f"{fields.prefix}{key}",
+            value=value,
+            fix=f"copy {key} from the published config.json",
+        )
+    return value
 
 
 def _optional(fields: Fields, key: str) -> int | None:
@@ -727,6 +751,6 @@ def _moe(fields: Fields, model_type: str) -> MoESpec | None:
         shared_expert_ffn_hidden_size=expert if num_shared else 0,
         num_dense_layers=fields.integer("first_k_dense_replace", 0),
         router_bias=fields.string("topk_method", "greedy") == "noaux_tc",
-        num_expert_groups=fields.integer("n_group", minimum=1) if fields.has("n_group") else None,
-        top_k_groups=fields.integer("topk_group", minimum=1) if fields.has("topk_group") else None,
+        num_expert_groups=_optional(fields, "n_group"),
+        top_k_groups=_optional(fields, "topk_group"),
     )

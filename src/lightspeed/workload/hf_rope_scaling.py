@@ -4,8 +4,9 @@ A config whose RoPE is scaled (``rope_scaling``, or transformers 5's ``rope_para
 longer context than the model was pre-trained at: :func:`original_context` reads that context
 from ``original_max_position_embeddings`` (refused naming the field where it is not a whole number
 or is above ``max_position_embeddings``), or from the model's report where the config scales RoPE
-without stating it (Gemma 3's 32,768); :func:`reported_context_note` says when the report's figure
-was used. :func:`~lightspeed.workload.hf_config.spec_from_hf_config` stores it as the spec's
+without stating it (Gemma 3's 32,768) or states a served context above it without scaling
+(Qwen3's 40,960 of a 32,768 pre-training); :func:`reported_context_note` says when the report's
+figure was used. :func:`~lightspeed.workload.hf_config.spec_from_hf_config` stores it as the spec's
 ``original_max_seq_len``.
 """
 
@@ -21,21 +22,55 @@ from lightspeed.workload.spec import TransformerSpec
 # config scales RoPE (a factor above 1) without original_max_position_embeddings: Gemma 3 4B, 12B
 # and 27B were pre-trained on 32K sequences, then scaled to 128K at the end of pre-training with
 # RoPE rescaling of factor 8 (Gemma 3 Technical Report, arXiv 2503.19786, section 2 "Long context");
-# their config.json says only rope_scaling {"rope_type": "linear", "factor": 8.0}.
-_REPORTED_PRETRAINING_CONTEXT: Final = {"gemma3_text": (32_768, "the Gemma 3 Technical Report")}
+# their config.json says only rope_scaling {"rope_type": "linear", "factor": 8.0}. Each entry: the
+# context, then what ``model show`` says of it.
+_REPORTED_PRETRAINING_CONTEXT: Final = {
+    "gemma3_text": (
+        32_768,
+        "the Gemma 3 Technical Report; config.json states no original_max_position_embeddings",
+    )
+}
+# The same where the config scales nothing but states a served context above the pre-training one,
+# by model type and the max_position_embeddings its release states: Qwen3's 40,960 (the model card:
+# 32,768 natively), every model pre-trained last with 32,768-token sequences (Qwen3 Technical
+# Report, arXiv 2505.09388, section 3.2, the long-context stage S3).
+_QWEN3_NOTE: Final = "the Qwen3 Technical Report; config.json's max_position_embeddings is the context served"
+_REPORTED_UNSCALED_CONTEXT: Final = {
+    ("qwen3", 40_960): (32_768, _QWEN3_NOTE),
+    ("qwen3_moe", 40_960): (32_768, _QWEN3_NOTE),
+}
 
 
 def reported_context_note(spec: TransformerSpec, fields: Fields, model_type: str) -> str:
     """What ``model show`` says of a pre-training context taken from the model's report (empty when
     none was): ``pre-trained at 32,768 positions before RoPE scaling (the Gemma 3 Technical
     Report; config.json states no original_max_position_embeddings)``."""
-    reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
-    if reported is None or spec.original_max_seq_len != reported[0] or _stated_original(fields):
+    reported = _reported_context(fields, model_type)
+    if reported is None or spec.original_max_seq_len != reported[0]:
         return ""
-    return (
-        f"pre-trained at {reported[0]:,} positions before RoPE scaling ({reported[1]}; config.json "
-        "states no original_max_position_embeddings)"
-    )
+    scaled = " before RoPE scaling" if _rope_scaling(fields) is not None else ""
+    return f"pre-trained at {reported[0]:,} positions{scaled} ({reported[1]})"
+
+
+def _reported_context(fields: Fields, model_type: str) -> tuple[int, str] | None:
+    """The pre-training context (and what is said of it) a model's report gives where its config
+    states none (:data:`_REPORTED_PRETRAINING_CONTEXT` where RoPE is scaled by a factor above 1,
+    :data:`_REPORTED_UNSCALED_CONTEXT` where it is not scaled); ``None`` when the config states it,
+    or the report's is not below ``max_position_embeddings``."""
+    if _stated_original(fields):
+        return None
+    scaling = _rope_scaling(fields)
+    longest = fields.integer("max_position_embeddings", minimum=1)
+    if scaling is None:
+        reported = _REPORTED_UNSCALED_CONTEXT.get((model_type, longest))
+    else:
+        reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type) if _factor(scaling) > 1 else None
+    return reported if reported is not None and reported[0] < longest else None
+
+
+def _factor(scaling: Fields) -> float:
+    """The scaling object's ``factor`` (1 when absent), refused naming it when not a number."""
+    return scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
 
 
 def _rope_scaling(fields: Fields) -> Fields | None:
@@ -55,20 +90,20 @@ def original_context(fields: Fields, model_type: str) -> int | None:
     """The context before RoPE scaling extended it: the scaling object's
     ``original_max_position_embeddings`` (Llama 3.1's 8,192, DeepSeek-V3's 4,096), else the one the
     model's report gives where the config scales RoPE without it
-    (:data:`_REPORTED_PRETRAINING_CONTEXT`: Gemma 3's 32,768); ``None`` when nothing extended it
-    (no scaling, or an original equal to ``max_position_embeddings``).
+    (:data:`_REPORTED_PRETRAINING_CONTEXT`: Gemma 3's 32,768) or states a served context above it
+    (:data:`_REPORTED_UNSCALED_CONTEXT`: Qwen3's 32,768 of 40,960); ``None`` when nothing extended
+    it (no scaling, or an original equal to ``max_position_embeddings``).
 
     Refused naming the field: a scaling block that is not an object, a ``factor`` that is not a
     positive number, an original context that is not a whole number or is above
     ``max_position_embeddings`` (scaling extends a context, it never shortens one)."""
     scaling = _rope_scaling(fields)
-    if scaling is None:
-        return None
-    factor = scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
+    if scaling is not None:
+        _factor(scaling)  # a factor that is not a number is refused, stated original or not
+    if scaling is None or not _stated_original(fields):
+        reported = _reported_context(fields, model_type)
+        return None if reported is None else reported[0]
     longest = fields.integer("max_position_embeddings", minimum=1)
-    if not _stated_original(fields):
-        reported = _REPORTED_PRETRAINING_CONTEXT.get(model_type)
-        return reported[0] if reported is not None and factor > 1 and reported[0] < longest else None
     original = scaling.integer("original_max_position_embeddings", minimum=1)
     if original > longest:
         raise DataFileError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.errors import UserInputError
-from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM
+from lightspeed.limits import MAX_HEADS_OR_HEAD_DIM, MAX_MTP_MODULES
 from lightspeed.records import Record
 from lightspeed.workload.recurrent import GatedDeltaNetSpec, MambaSpec, RecurrentMixer, check_state_dtype
 
@@ -442,6 +442,12 @@ class TransformerSpec(Record):
                 raise UserInputError(f"{label} {release!r} is not one of {', '.join(RELEASE_FORMATS)}")
         if self.moe is not None and self.moe.num_dense_layers > self.num_layers:
             raise UserInputError("MoE num_dense_layers cannot exceed num_layers")
+        if not 0 <= self.num_mtp_modules <= MAX_MTP_MODULES:
+            raise UserInputError(
+                f"num_mtp_modules = {self.num_mtp_modules:,} must be 0 to {MAX_MTP_MODULES} (DeepSeek-V3 "
+                "has 1 multi-token-prediction module, MiniMax-M2 3)"
+            )
+        self._check_moe_against_layers()
         if self.attention.layer_types and len(self.attention.layer_types) != self.num_layers:
             raise UserInputError(
                 f"attention layer_types names {len(self.attention.layer_types)} layers, "
@@ -449,6 +455,30 @@ class TransformerSpec(Record):
             )
         self._check_blocks()
         self._full_where_window_spans_context()
+
+    def _check_moe_against_layers(self) -> None:
+        """An MoE model has at least one MoE layer (a ``layer_frequency`` or ``num_dense_layers``
+        that leaves none describes a dense model with an [moe] table no layer uses), and a
+        LatentMoE's latent is narrower than the hidden size it is projected down from (Nemotron 3
+        Super: 1,024 of 4,096)."""
+        moe = self.moe
+        if moe is None:
+            return
+        if moe.latent_size is not None and moe.latent_size >= self.hidden_size:
+            raise UserInputError(
+                f"MoE latent_size {moe.latent_size:,} must be below hidden_size {self.hidden_size:,}: "
+                "LatentMoE projects each token down to it before dispatch (Nemotron 3 Super: 1,024 of 4,096)"
+            )
+        if self.block_pattern:  # its E blocks are checked with the pattern
+            return
+        after_dense = self.num_layers - moe.num_dense_layers
+        if after_dense // moe.layer_frequency == 0:  # layers d + k*f - 1 for k >= 1 (is_moe_layer)
+            raise UserInputError(
+                f"MoE num_dense_layers {moe.num_dense_layers:,} and layer_frequency "
+                f"{moe.layer_frequency:,} leave no MoE layer among the {self.num_layers:,} layers; lower "
+                "them (every layer after the dense ones is MoE at layer_frequency 1), or drop the MoE "
+                "table for a dense model"
+            )
 
     def _full_where_window_spans_context(self) -> None:
         """Local layers whose window or chunk is not below ``max_seq_len`` attend to every token of
