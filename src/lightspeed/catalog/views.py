@@ -15,7 +15,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lightspeed.catalog.clusters import looks_like_file, looks_like_spec
@@ -27,6 +27,7 @@ from lightspeed.catalog.totals import SystemTotals, derive_totals
 from lightspeed.datafile import normalize_name
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
+from lightspeed.units import format_si
 
 KINDS: Final = ("accelerator", "link", "cpu", "system")
 HardwareRecord = Accelerator | Link | Cpu | System
@@ -499,9 +500,37 @@ def describe(*, catalog: Catalog, name: str) -> Description:
     with its derived figures."""
     record = _record_or_cluster(catalog, name)
     kind = kind_of(record)
-    totals = derive_totals(system=record) if isinstance(record, System) else None
+    totals = _with_power_range(derive_totals(system=record), record) if isinstance(record, System) else None
     peak = cpu_record_peak(record) if isinstance(record, Cpu) else None
     return Description(kind=kind, name=record.name, record=record, totals=totals, cpu_peak=peak)
+
+
+def power_range_note(system: System) -> str:
+    """The note saying that a system's printed power is a range (``min_kw`` and ``max_kw`` in its
+    file), of which the totals' printed figure is the top; empty where it is one figure.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> power_range_note(load_catalog().system("gb200-nvl72"))[:53]
+    'printed power is a range, 120-132 kW (seed-rack-power'
+    """
+    if system.power_min_w is None or system.power_max_w is None:
+        return ""
+    low, high = format_si(system.power_min_w, "W"), format_si(system.power_max_w, "W")
+    low_number, _, low_unit = low.partition(" ")
+    span = f"{low_number}-{high}" if high.endswith(f" {low_unit}") else f"{low} to {high}"
+    return f"printed power is a range, {span} ({system.power_source}): the printed column shows its top"
+
+
+def _with_power_range(totals: SystemTotals, system: System) -> SystemTotals:
+    """``totals`` whose power row also notes the printed range (GB200 NVL72: 120-132 kW)."""
+    note = power_range_note(system)
+    if not note:
+        return totals
+    rows = tuple(
+        replace(row, note=f"{note}; {row.note}" if row.note else note) if row.key == "power" else row
+        for row in totals.rows
+    )
+    return replace(totals, rows=rows)
 
 
 def _headline(record: HardwareRecord) -> dict[str, float | None]:

@@ -75,7 +75,7 @@ from lightspeed.trace import MLPERF_LOG, NCU_REP, detect_format, wrong_format
     "prices_path",
     type=click.Path(path_type=Path),
     help="Prices file (see examples/prices.toml): add a cost and energy section pricing each predicted "
-    "step (with none, the section says there is nothing to price).",
+    "training step and serving plan (with none, the section says there is nothing to price).",
 )
 @json_option
 def command(
@@ -118,7 +118,10 @@ def command(
     sections = build_sections(inputs)
     if prices is not None and catalog is not None:
         power = get_context().power()
-        sections.insert(2, cost_section(inputs.estimates, catalog=catalog, power=power, prices=prices))
+        sections.insert(
+            2,
+            cost_section(inputs.estimates, served=inputs.served, catalog=catalog, power=power, prices=prices),
+        )
     written = write_report(path=output, title=title, sections=sections, plots_dir=plots_dir)
     emit(written, as_json, render_written_report)
 

@@ -464,6 +464,52 @@ def _owned_per_hour(prices: Prices, power: ClusterPower) -> float | None:
     return tco_per_year(power=power, prices=prices).usd_per_gpu_hour * power.num_held_gpus
 
 
+def usd_per_million_tokens(usd_per_hour: float | None, tokens_per_s: float) -> float | None:
+    """Dollars per million tokens of ``usd_per_hour`` spent making ``tokens_per_s`` (``None``: no price).
+
+    >>> round(usd_per_million_tokens(16.0, 1000.0), 4)  # 8 GPUs at $2/h making 3.6M tokens an hour
+    4.4444
+    """
+    return None if usd_per_hour is None else usd_per_hour / (tokens_per_s * 3600.0) * 1e6
+
+
+@dataclass(frozen=True)
+class TokenCost(Record):
+    """Energy (J, at the facility) and dollars per million tokens of a deployment making tokens
+    at a rate: rented (its GPUs' cloud price) and owned (its whole systems' TCO per hour worked);
+    ``None`` where the prices lack the price, or no prices were given."""
+
+    energy_per_token_j: float
+    cloud_usd_per_million_tokens: float | None
+    owned_usd_per_million_tokens: float | None
+
+
+def token_cost(
+    *, power: ClusterPower, num_gpus: int, tokens_per_s: float, accelerator: str, prices: Prices | None
+) -> TokenCost:
+    """What one token of ``num_gpus`` GPUs of ``accelerator`` making ``tokens_per_s`` in the whole
+    systems of ``power`` costs: the one rule of ``cost infer``, ``compare systems --prices`` and
+    the report's cost section.
+
+    >>> from lightspeed.catalog import load_power
+    >>> draw = cluster_power(power=load_power()["dgx-h100"], gpus_per_system=8, num_gpus=8, pue=1.0)
+    >>> prices = Prices(electricity_usd_per_kwh=0.1, cloud_usd_per_gpu_hour={"h100-sxm": 2.0})
+    >>> cost = token_cost(power=draw, num_gpus=8, tokens_per_s=1000.0, accelerator="h100-sxm", prices=prices)
+    >>> round(cost.energy_per_token_j, 2), round(cost.cloud_usd_per_million_tokens, 3)  # 8.364 kW / 1,000
+    (8.36, 4.444)
+    """
+    cloud = owned = None
+    if prices is not None:
+        rate = prices.cloud_usd_per_gpu_hour.get(accelerator)
+        cloud = usd_per_million_tokens(num_gpus * rate if rate is not None else None, tokens_per_s)
+        owned = usd_per_million_tokens(_owned_per_hour(prices, power), tokens_per_s)
+    return TokenCost(
+        energy_per_token_j=power.facility_power_w / tokens_per_s,
+        cloud_usd_per_million_tokens=cloud,
+        owned_usd_per_million_tokens=owned,
+    )
+
+
 def training_cost(
     *,
     estimate: TrainingEstimate,
@@ -611,15 +657,14 @@ def inference_cost(
         pue=pue,
         gpus_per_system=gpus_per_system,
     )
-    tokens_per_hour = estimate.output_tokens_per_s * 3600.0
     accelerator = cluster.system.accelerator.name
-    cloud = owned = None
-    if prices is not None:
-        if accelerator in prices.cloud_usd_per_gpu_hour:
-            cloud = estimate.num_gpus * prices.cloud_usd_per_gpu_hour[accelerator] / tokens_per_hour * 1e6
-        owned_rate = _owned_per_hour(prices, draw)
-        if owned_rate is not None:
-            owned = owned_rate / tokens_per_hour * 1e6
+    per_token = token_cost(
+        power=draw,
+        num_gpus=estimate.num_gpus,
+        tokens_per_s=estimate.output_tokens_per_s,
+        accelerator=accelerator,
+        prices=prices,
+    )
     return InferenceCost(
         model=estimate.model,
         system=cluster.system.name,
@@ -630,9 +675,9 @@ def inference_cost(
         ttft_s=estimate.ttft_s,
         tpot_s=estimate.tpot_s,
         power=draw,
-        energy_per_token_j=draw.facility_power_w / estimate.output_tokens_per_s,
-        cloud_usd_per_million_tokens=cloud,
-        owned_usd_per_million_tokens=owned,
+        energy_per_token_j=per_token.energy_per_token_j,
+        cloud_usd_per_million_tokens=per_token.cloud_usd_per_million_tokens,
+        owned_usd_per_million_tokens=per_token.owned_usd_per_million_tokens,
         inputs=money_inputs(prices, accelerator, draw),
         efficiency_model=efficiency.name if efficiency is not None else cluster.system.accelerator.family,
         assumptions=_assumptions(
@@ -731,6 +776,7 @@ __all__ = [
     "DeepSeekCost",
     "InferenceCost",
     "Tco",
+    "TokenCost",
     "TrainingCost",
     "check_power_w",
     "cluster_power",
@@ -744,5 +790,7 @@ __all__ = [
     "power_for",
     "price_notes",
     "tco_per_year",
+    "token_cost",
+    "usd_per_million_tokens",
     "whole_systems_power",
 ]

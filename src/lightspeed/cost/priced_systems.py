@@ -13,7 +13,7 @@ from typing import Any
 
 from lightspeed.catalog import Cluster
 from lightspeed.catalog.power import SystemPower
-from lightspeed.cost.energy import power_for, tco_per_year
+from lightspeed.cost.energy import power_for, tco_per_year, token_cost, usd_per_million_tokens
 from lightspeed.cost.prices import Prices
 from lightspeed.errors import UserInputError
 from lightspeed.records import JsonDict, Record
@@ -49,20 +49,19 @@ def _system_cost(
     prices: Prices,
 ) -> SystemCost:
     system, accelerator = cluster.system.name, cluster.system.accelerator.name
-    tokens_per_hour = tokens_per_s * 3600.0
     cloud_rate = prices.cloud_usd_per_gpu_hour.get(accelerator)
-    cloud = num_gpus * cloud_rate / tokens_per_hour * 1e6 if cloud_rate is not None else None
+    cloud = usd_per_million_tokens(num_gpus * cloud_rate if cloud_rate is not None else None, tokens_per_s)
     inputs: dict[str, Any] = {f"cloud_usd_per_gpu_hour.{accelerator}": cloud_rate}
     missing = list(prices.missing_prices(accelerator=accelerator))
     if power is None:
         missing.append(f"no power data for {system}: energy and owned cost not shown")
         return SystemCost(system, num_gpus, tokens_per_s, None, None, cloud, None, _note(missing), inputs)
     draw = power_for(cluster=cluster, power=power, num_gpus=num_gpus, workload=workload, prices=prices)
-    owned = None
+    per_token = token_cost(  # owned: the whole systems the GPUs occupy
+        power=draw, num_gpus=num_gpus, tokens_per_s=tokens_per_s, accelerator=accelerator, prices=prices
+    )
     if system in prices.system_purchase_usd:
-        tco = tco_per_year(power=draw, prices=prices)
-        owned = draw.num_held_gpus * tco.usd_per_gpu_hour / tokens_per_hour * 1e6  # whole systems owned
-        inputs.update(tco.inputs)
+        inputs.update(tco_per_year(power=draw, prices=prices).inputs)
     else:
         missing.extend(prices.missing_prices(system=system))
         inputs.update({"pue": draw.pue, "electricity_usd_per_kwh": prices.electricity_usd_per_kwh})
@@ -71,9 +70,9 @@ def _system_cost(
         num_gpus=num_gpus,
         tokens_per_s=tokens_per_s,
         facility_power_w=draw.facility_power_w,
-        energy_per_token_j=draw.facility_power_w / tokens_per_s,
+        energy_per_token_j=per_token.energy_per_token_j,
         cloud_usd_per_million_tokens=cloud,
-        owned_usd_per_million_tokens=owned,
+        owned_usd_per_million_tokens=per_token.owned_usd_per_million_tokens,
         note=_note(missing),
         inputs=inputs,
     )

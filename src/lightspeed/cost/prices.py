@@ -10,14 +10,14 @@ figure computed from them carries the inputs it used (``inputs`` in each result)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from lightspeed.cost.pue import GIVEN_PUE_SOURCE, SitePue, default_pue, site_pue
 from lightspeed.datafile import Fields, load_toml
-from lightspeed.errors import DataFileError, UserInputError, closest_names
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError, closest_names
 from lightspeed.records import Record
 
 if TYPE_CHECKING:
@@ -186,13 +186,6 @@ def _lookup(prices: Prices, key: str, name: str) -> float:
     return table[name]
 
 
-def _table(fields: Fields, key: str) -> dict[str, float]:
-    inner = fields.table(key, required=False)
-    if inner is None:
-        return {}
-    return {name: inner.number(name) for name in inner.data}  # prices: above 0
-
-
 _TOP_KEYS: Final = {
     "schema_version",
     "kind",
@@ -214,7 +207,9 @@ def load_prices(path: Path, *, catalog: Catalog | None = None) -> Prices:
 
     The names under ``[cloud_usd_per_gpu_hour]`` and ``[system_purchase_usd]``
     must be ``catalog``'s accelerators and systems (default: the shipped
-    catalog): a typo is refused with the closest names, never priced as nothing.
+    catalog), by name or alias (``h100``, ``dgxh100``), and are kept by the catalog's name
+    (``h100-sxm``, ``dgx-h100``): a typo is refused with the closest names, never priced as
+    nothing, and two names of one record are refused naming both.
 
     >>> from pathlib import Path
     >>> import tempfile
@@ -247,14 +242,14 @@ def load_prices(path: Path, *, catalog: Catalog | None = None) -> Prices:
         from lightspeed.catalog import load_catalog
 
         catalog = load_catalog()
-    _check_names(path, fields, "cloud_usd_per_gpu_hour", "accelerator", catalog.accelerators)
-    _check_names(path, fields, "system_purchase_usd", "system", catalog.systems)
+    cloud = _priced_names(path, fields, "cloud_usd_per_gpu_hour", "accelerator", catalog)
+    purchase = _priced_names(path, fields, "system_purchase_usd", "system", catalog)
     try:
         return Prices(
             # 0 is free electricity (on-site power); Prices checks the range, as for the library
             electricity_usd_per_kwh=fields.number("electricity_usd_per_kwh", positive=False),
-            cloud_usd_per_gpu_hour=_table(fields, "cloud_usd_per_gpu_hour"),
-            system_purchase_usd=_table(fields, "system_purchase_usd"),
+            cloud_usd_per_gpu_hour=cloud,
+            system_purchase_usd=purchase,
             path=str(path),
             pue_air=pue_air,
             pue_liquid=pue_liquid,
@@ -264,19 +259,52 @@ def load_prices(path: Path, *, catalog: Catalog | None = None) -> Prices:
         raise DataFileError(path, str(error)) from None
 
 
-def _check_names(path: Path, fields: Fields, key: str, kind: str, known: Iterable[str]) -> None:
-    """Every name under ``[key]`` must be a catalog ``kind``: a typo would price nothing, silently."""
+def _priced_names(path: Path, fields: Fields, key: str, kind: str, catalog: Catalog) -> dict[str, float]:
+    """The prices under ``[key]`` by ``catalog``'s canonical ``kind`` name: an alias (``h100``,
+    ``dgxh100``) is the record it names, as everywhere else; a name that is no record is refused
+    with the closest names (a typo would price nothing, silently), and so are two names of one
+    record (which price would count?)."""
     inner = fields.table(key, required=False)
-    names = sorted(known)
-    for name in inner.data if inner is not None else ():
-        if name not in names:
-            closest = closest_names(name, names) or names[:8]
+    if inner is None:
+        return {}
+    found: dict[str, float] = {}
+    written: dict[str, str] = {}  # canonical name -> the name the file wrote
+    for name in inner.data:
+        canonical = _canonical(path, key, kind, name, catalog)
+        if canonical in written:
             raise DataFileError(
                 path,
-                f"unknown {kind} {name!r}",
+                f"{written[canonical]!r} and {name!r} are both {kind} {canonical!r}",
                 field=f"{key}.{name}",
-                fix=f"use a catalog {kind} name (closest: {', '.join(closest)}; 'lightspeed hw list')",
+                fix=f"keep one price for {canonical} under [{key}]",
             )
+        written[canonical] = name
+        found[canonical] = inner.number(name)  # prices: above 0
+    return found
+
+
+def _canonical(path: Path, key: str, kind: str, name: str, catalog: Catalog) -> str:
+    """The catalog name of the ``kind`` record ``name`` names (its name or an alias)."""
+    table = catalog.accelerators if kind == "accelerator" else catalog.systems
+    lookup = catalog.accelerator if kind == "accelerator" else catalog.system
+    try:
+        canonical = lookup(name).name
+    except UnknownNameError:
+        canonical = ""
+    if canonical in table:  # a MIG slice (h100-sxm/3g.40gb) is no priced accelerator
+        return canonical
+    names = sorted(table)
+    closest = closest_names(name, [*names, *_aliases(table)]) or names[:8]
+    raise DataFileError(
+        path,
+        f"unknown {kind} {name!r}",
+        field=f"{key}.{name}",
+        fix=f"use a catalog {kind} name or alias (closest: {', '.join(closest)}; 'lightspeed hw list')",
+    )
+
+
+def _aliases(table: Mapping[str, Any]) -> list[str]:
+    return [alias for record in table.values() for alias in record.aliases]
 
 
 __all__ = ["HOURS_PER_YEAR", "JOULES_PER_KWH", "Prices", "load_prices", "missing_price", "pue_for"]

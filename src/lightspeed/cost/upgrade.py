@@ -92,7 +92,12 @@ class Sensitivity(Record):
 
 @dataclass(frozen=True)
 class UpgradeMatch(Record):
-    """One workload: how many new GPUs match the old cluster, power before and after, payback."""
+    """One workload: how many new GPUs match the old cluster, power before and after, payback.
+
+    ``old``: the fastest plan the old GPUs hold (training: on whole systems, so it may use fewer
+    than ``old_gpus``; the others add nothing); ``old_tokens_per_s``: the old cluster's rate;
+    ``new_gpu_equivalent``: exact new GPUs doing that work; ``per_gpu_ratio``: the new plan's
+    tokens/s per GPU over the old plan's."""
 
     workload: str
     kind: str
@@ -445,7 +450,10 @@ def _matched(
     after = whole_systems_power(power, new_system, new_gpus, workload.kind, pue_new)
     equivalent = old_rate / new_point.tokens_per_s_per_gpu
     ratio = old_gpus / new_gpus
-    per_gpu = new_point.tokens_per_s_per_gpu / (old_rate / old_gpus)  # = old GPUs / exact new GPUs
+    # per GPU of the plans that run: old GPUs no plan uses (100 H100 run a 96-GPU plan) are not
+    # counted against the old GPU (serving: the old rate is its per-GPU rate x the old GPUs, so
+    # this is old GPUs / exact new GPUs)
+    per_gpu = new_point.tokens_per_s_per_gpu / old_point.tokens_per_s_per_gpu
     # "2x+ per GPU": at least the band's low end per GPU, at the exact count; whole systems only
     # round it down (a 72-GPU rack is the smallest purchase: 42 exact GPUs are bought as 72)
     holds = per_gpu >= SEED_LEAST_RATIO

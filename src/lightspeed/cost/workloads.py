@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -552,37 +553,70 @@ def best_training_rate(
     workload: CostWorkload,
     efficiency: EfficiencyModel | None = None,
 ) -> tuple[float, ThroughputPoint]:
-    """Training tokens/s of ``num_gpus`` GPUs: the better per-GPU rate of the whole-system counts
-    around them (a fractional node runs the plan of its neighbours) times ``num_gpus``."""
-    per_system = system.num_accelerators
-    counts = sorted({max(1, num_gpus // per_system), math.ceil(num_gpus / per_system)})
-    points = [
-        point
-        for count in counts
-        if (
-            point := training_point(
-                catalog=catalog,
-                models=models,
-                system=system,
-                num_systems=count,
-                workload=workload,
-                efficiency=efficiency,
-            )
-        )
-        is not None
-    ]
-    if not points:
+    """Training tokens/s of ``num_gpus`` GPUs of ``system``, and the plan that reaches it: the
+    fastest plan on any whole number of systems that fits in them (100 H100 hold 12 DGX H100,
+    and run the 11-, 12- or fewer-node plan that goes fastest). GPUs no plan uses add nothing,
+    so more GPUs never lower the rate; the count of systems is searched on
+    :func:`rate_counts` (every count up to ``2 x GRID_COUNTS_PER_OCTAVE``), down to the count
+    whose dense peak cannot beat the fastest plan found.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.workload import load_models
+    >>> catalog = load_catalog()
+    >>> rate, point = best_training_rate(catalog=catalog, models=load_models(),
+    ...     system=catalog.system("dgx-h100"), num_gpus=20, workload=cost_workload("llama-3-70b-pretrain"))
+    >>> point.num_gpus <= 20 and rate == point.tokens_per_s
+    True
+    """
+    most = num_gpus // system.num_accelerators
+    search = _FleetSearch(catalog, models, system, workload, efficiency)
+    best = _fastest_up_to(search, most)
+    if best is None:
+        whole = f" (training runs on whole systems of {system.num_accelerators} GPUs)" if most < 1 else ""
         raise UserInputError(
-            f"{workload.model} does not fit {num_gpus} GPUs of {system.name} for {workload.name}; "
-            "use more GPUs"
+            f"{workload.model} does not fit {num_gpus} GPUs of {system.name} for {workload.name}"
+            f"{whole}; use more GPUs"
         )
-    best = max(points, key=lambda point: point.tokens_per_s_per_gpu)
-    return best.tokens_per_s_per_gpu * num_gpus, best
+    return best.tokens_per_s, best
+
+
+GRID_COUNTS_PER_OCTAVE: Final = 32  # system counts tried per doubling above 2 x this many
+
+
+def rate_counts(most: int) -> Iterator[int]:
+    """The system counts :func:`best_training_rate` tries for at most ``most`` systems, largest
+    first: every count up to ``2 x GRID_COUNTS_PER_OCTAVE``, above it ``GRID_COUNTS_PER_OCTAVE``
+    evenly spaced counts per doubling (multiples of 2 from 64 to 127, of 4 from 128 to 255, ...).
+    The counts for ``most`` are those for ``most - 1`` and perhaps ``most``, so the rate never
+    falls as systems are added.
+
+    >>> list(rate_counts(5)), list(rate_counts(70))[:4], list(rate_counts(131))[:3]
+    ([5, 4, 3, 2, 1], [70, 68, 66, 64], [128, 126, 124])
+    """
+    count = most
+    while count >= 1:
+        step = 1 << max(0, count.bit_length() - GRID_COUNTS_PER_OCTAVE.bit_length())
+        count -= count % step
+        yield count
+        count -= 1
+
+
+def _fastest_up_to(search: _FleetSearch, most: int) -> ThroughputPoint | None:
+    """The fastest plan on at most ``most`` systems (of :func:`rate_counts`), ``None`` if none fits."""
+    best: ThroughputPoint | None = None
+    for count in rate_counts(most):
+        if best is not None and count < search.fewest_possible(best.tokens_per_s):
+            break  # fewer systems cannot beat it even at the dense peak
+        point = search.measure(count)
+        if point is not None and (best is None or point.tokens_per_s > best.tokens_per_s):
+            best = point
+    return best
 
 
 __all__ = [
     "COST_WORKLOADS",
     "DEFAULT_UPGRADE_WORKLOADS",
+    "GRID_COUNTS_PER_OCTAVE",
     "MAX_SYSTEMS",
     "CostWorkload",
     "FleetSearch",
@@ -593,6 +627,7 @@ __all__ = [
     "names_system",
     "parse_fleet",
     "plan_counts",
+    "rate_counts",
     "search_training_fleet",
     "serving_point",
     "smallest_training_fleet",

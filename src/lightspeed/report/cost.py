@@ -99,7 +99,7 @@ def _number(value: object) -> str:
 
 
 def _render_inputs(inputs: JsonObject, console: Console | None = None) -> None:
-    (console or make_console()).print("  " + inputs_caption(inputs), style="dim")
+    (console or make_console()).print("  " + inputs_caption(inputs), style="dim", markup=False)
 
 
 def _power_rows(power: ClusterPower) -> list[list[str]]:
@@ -265,7 +265,7 @@ def render_deepseek_cost(result: DeepSeekCost) -> None:
     console = make_console()
     inputs = {"usd_per_gpu_hour": rate, "usd_per_gpu_hour_source": result.usd_per_gpu_hour_source}
     _render_inputs({**inputs, "pue": result.training.power.pue}, console)
-    console.print(f"  note: {result.note}", style="dim")
+    console.print(f"  note: {result.note}", style="dim", markup=False)
     _render_assumptions(result.training.assumptions, console)
 
 
@@ -358,20 +358,29 @@ def _years_short(value: float | None) -> str:
 
 def _render_match(console: Console, match: UpgradeMatch) -> None:
     console.print(f"[bold]{plain(match.workload)}[/bold]: {plain(match.description)}")
+    # training: the fastest plan on whole systems the old GPUs hold, which may leave some idle
+    used = f"{match.old.num_gpus:,}"
+    if match.kind == "train" and match.old.num_gpus < match.old_gpus:
+        used += f" of the {match.old_gpus:,} GPUs (the fastest plan they hold),"
+    else:
+        used += " GPUs,"
     console.print(
-        f"  old: {match.old.plan} on {match.old.num_gpus} GPUs, "
-        f"{format_count(match.old.tokens_per_s_per_gpu)} tokens/s per GPU ({match.old.precision})"
+        f"  old: {match.old.plan} on {used} "
+        f"{format_count(match.old.tokens_per_s_per_gpu)} tokens/s per GPU ({match.old.precision})",
+        markup=False,
     )
     console.print(
-        f"  new: {match.new.plan} on {match.new.num_gpus} GPUs, "
-        f"{format_count(match.new.tokens_per_s_per_gpu)} tokens/s per GPU ({match.new.precision})"
+        f"  new: {match.new.plan} on {match.new.num_gpus:,} GPUs, "
+        f"{format_count(match.new.tokens_per_s_per_gpu)} tokens/s per GPU ({match.new.precision})",
+        markup=False,
     )
-    console.print(f"  {match.verdict}")
+    console.print(f"  {match.verdict}", markup=False)
     for row in match.sensitivities:
         console.print(
             f"  sensitivity of {row.answer} to {row.input}: {_answer(row.low_answer)} .. "
             f"{_answer(row.high_answer)} (base {_answer(row.base_answer)})",
             style="dim",
+            markup=False,
         )
     if match.payback is not None:
         _render_inputs(match.payback.inputs, console)
@@ -480,7 +489,7 @@ def render_system_costs(costs: Sequence[SystemCost], workload: str) -> None:
     for cost in costs:
         _render_inputs({"system": cost.system, **cost.inputs}, console)
         if cost.note:
-            console.print(f"  {cost.system}: {cost.note}", style="dim")
+            console.print(f"  {cost.system}: {cost.note}", style="dim", markup=False)
 
 
 def tornado_figure(upgrade: Upgrade, answer: str = "payback vs renting (years)") -> Figure:

@@ -32,6 +32,7 @@ from lightspeed.monitor import MonitorReport, analyze_run, is_monitor_folder, mo
 from lightspeed.records import JsonObject
 from lightspeed.report.breakdown_json import checked_breakdown
 from lightspeed.report.html import ReportSection
+from lightspeed.report.html_cost import ServedPlan, served_plan
 from lightspeed.report.html_sections import BenchInputs, PredictedStep, ReportInputs
 from lightspeed.report.inference_section import inference_section, is_inference_estimate, simulated_section
 from lightspeed.report.kernels import kernel_section
@@ -223,6 +224,7 @@ class _Collected:
     kernels: list[ReportSection] = field(default_factory=list)
     serving: list[ReportSection] = field(default_factory=list)
     inference: list[ReportSection] = field(default_factory=list)  # plan infer --json estimates
+    served: list[ServedPlan] = field(default_factory=list)  # their figures, for the cost section
     folders: set[Path] = field(default_factory=set)  # read already (a monitor run names its goodput run)
 
 
@@ -290,6 +292,7 @@ def gather_inputs(
         monitors=tuple(found.monitors),
         serving_sections=tuple(found.serving),
         inference_sections=tuple(found.inference),
+        served=tuple(found.served),
     )
 
 
@@ -388,6 +391,7 @@ def _read_inference(item: JsonObject, path: Path, found: _Collected) -> None:
     """A ``plan infer --json`` estimate's section, and its run simulated under the load (a serving
     section, as a ``simulate --json`` result's) where it has one."""
     found.inference.append(inference_section(item, source=path.name, index=len(found.inference) + 1))
+    found.served.append(served_plan(item, source=path.name))
     simulated = simulated_section(item, source=path.name, index=len(found.serving) + 1)
     if simulated is not None:
         found.serving.append(simulated)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from lightspeed.bench import BenchResult, DeviceSol
 from lightspeed.gate import MetricHistory
@@ -31,6 +32,9 @@ from lightspeed.report.monitor import monitor_section
 from lightspeed.report.regression import history_figure
 from lightspeed.report.sol import PART_NAMES, step_breakdown_figure
 from lightspeed.units import format_duration, format_percent
+
+if TYPE_CHECKING:  # html_cost reads its PredictedStep from here
+    from lightspeed.report.html_cost import ServedPlan
 
 TITLES: dict[str, str] = {
     "roofline": "Measured points against the speed of light (roofline)",
@@ -109,6 +113,7 @@ class ReportInputs:
     monitors: tuple[MonitorReport, ...] = ()
     serving_sections: tuple[ReportSection, ...] = ()
     inference_sections: tuple[ReportSection, ...] = ()
+    served: tuple[ServedPlan, ...] = ()  # the serving estimates' figures the cost section prices
 
 
 def _missing(key: str, inputs: ReportInputs) -> ReportSection:
