@@ -132,3 +132,15 @@ def test_the_serving_search_says_straddling_sizes_are_priced(catalog: Catalog, m
     assert "neither divides 8 nor is a multiple of it" in line
     assert "priced at the straddling copy's cost" in line
     assert "every group stays inside it" not in line
+
+
+def test_the_note_counts_the_straddling_groups_and_bounds_the_others() -> None:
+    from lightspeed.sol.core.collectives import straddling_groups
+
+    # by hand: TP6 over 24 GPUs in nodes of 8: 0-5 | 6-11 (crosses 8) | 12-17 (crosses 16) | 18-23
+    assert straddling_groups(6, 1, 8, 24) == (2, 4)
+    # TP16 over 144 GPUs in racks of 72: starts 0, 16, ..., 128; only 64-79 crosses 72
+    assert straddling_groups(16, 1, 72, 144) == (1, 9)
+    # DP groups of 3, 8 apart (behind TP8) over 24 GPUs in nodes of 8: one rank a node, none straddle
+    # a node (each member sits in its own): they all cross, none is inside one
+    assert straddling_groups(3, 8, 8, 24) == (8, 8)

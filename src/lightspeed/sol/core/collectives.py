@@ -504,10 +504,29 @@ def send_recv_s(fabric: Fabric, size_bytes: Array, crosses_domains: Array) -> Ar
     return size / bandwidth + latency
 
 
-def straddle_note(fabric: Fabric, label: str, group_size: int, stride: int = 1) -> str:
+def straddling_groups(group: int, stride: int, domain_size: int, num_ranks: int) -> tuple[int, int]:
+    """(groups that straddle a domain boundary, all groups) of ``group`` ranks ``stride`` apart over
+    ``num_ranks`` ranks filling domains of ``domain_size`` consecutively.
+
+    >>> straddling_groups(6, 1, 8, 24)  # GPUs 6-11 and 12-17 cross a node boundary
+    (2, 4)
+    >>> straddling_groups(16, 1, 72, 144)  # only GPUs 64-79 cross from one rack to the next
+    (1, 9)
+    """
+    span = group * stride
+    starts = (np.arange(num_ranks // span)[:, None] * span + np.arange(stride)[None, :]).ravel()
+    crossing = starts // domain_size != (starts + (group - 1) * stride) // domain_size
+    return int(np.count_nonzero(crossing)), int(starts.size)
+
+
+def straddle_note(
+    fabric: Fabric, label: str, group_size: int, stride: int = 1, *, lockstep: bool = True
+) -> str:
     """The sentence saying ``label`` groups (``"TP"``) of ``group_size`` ranks ``stride`` apart do
     not tile the scale-up domain, so some cross the scale-out level and all are priced as the one
-    that does (:func:`thinnest_share`); empty where they tile it or cannot leave it."""
+    that does (:func:`thinnest_share`); empty where they tile it or cannot leave it. ``lockstep``:
+    the groups wait for each other (training); else they are independent replicas, those inside a
+    domain priced as the straddling ones (an upper bound on their time, said so)."""
     out, domain, ranks = fabric.scale_out, fabric.scale_up.domain_size, fabric_ranks(fabric)
     group, step = int(group_size), int(stride)
     if out is None or ranks <= domain or tiles_domain(group, step, domain):
@@ -516,11 +535,18 @@ def straddle_note(fabric: Fabric, label: str, group_size: int, stride: int = 1) 
     if share >= group:
         return ""
     spacing = f" {step} apart" if step > 1 else ""
+    crossing, total = straddling_groups(group, step, domain, ranks)
     return (
-        f"{label} groups of {group} GPUs{spacing} do not tile the {domain}-GPU scale-up domain: some "
-        f"straddle a boundary between domains, so their collectives cross {out.name}; each is priced as "
-        f"{group / share:g} domains of {share} GPUs (the thinnest share a group has of one domain, "
-        "whose NICs carry its cross-domain traffic)"
+        f"{label} groups of {group} GPUs{spacing} do not tile the {domain}-GPU scale-up domain: "
+        f"{crossing} of {total} straddle a boundary between domains, so their collectives cross "
+        f"{out.name}; each group is priced as {group / share:g} domains of {share} GPUs (the thinnest "
+        "share a group has of one domain, whose NICs carry its cross-domain traffic)"
+        + (
+            ": every step waits for them"
+            if lockstep
+            else ", the ones inside a domain included (independent replicas: an upper bound on their "
+            "time); sizes that tile the domain avoid it"
+        )
     )
 
 

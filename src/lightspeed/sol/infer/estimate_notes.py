@@ -354,7 +354,7 @@ def assumption_lines(
         *(
             note
             for note in (
-                collectives.straddle_note(hardware.fabric, "TP", plan.tp),
+                collectives.straddle_note(hardware.fabric, "TP", plan.tp, lockstep=plan.num_replicas <= 1),
                 collectives.straddle_note(hardware.fabric, "attention-DP/EP stage", plan.stage_gpus)
                 if plan.stage_gpus != plan.tp
                 else "",
