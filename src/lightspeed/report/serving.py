@@ -250,7 +250,8 @@ def _throughput_rows(result: SimulationResult) -> list[list[str]]:
             [
                 "attention DP",
                 f"balance {format_percent(result.attention_dp_balance)} (mean tokens per rank over the "
-                f"busiest's); perfect balance would be {result.attention_dp_balanced_speedup:,.2f}x faster",
+                f"busiest's); perfect balance (the same tokens spread evenly, whole sequences per rank) "
+                f"would be {result.attention_dp_balanced_speedup:,.2f}x faster",
             ],
         )
     if result.num_in_flight:

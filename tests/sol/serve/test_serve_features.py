@@ -294,7 +294,9 @@ def test_attention_dp_balance_is_the_ranks_mean_tokens_over_the_busiest(
     """TensorRT-LLM's balance ratio by hand: eight one-token requests sent at the same instant,
     routed one per rank, meet in one iteration: a 1,000-token prompt on rank 0 and seven 10-token
     prompts elsewhere hold 133.75 tokens per rank on average against the busiest's 1,000
-    (0.13375), and perfect balance would make that iteration 1 / 0.13375 = 7.48x faster. Eight
+    (0.13375), and perfect balance would make that iteration faster, by less than 1 / 0.13375 =
+    7.48x (priced by the iteration cost since round 15; the exact ratio is pinned in
+    test_r15_h_simulator.py). Eight
     equal prompts are balanced, and a run without attention DP is by definition."""
     deployment = simulated_deployment(
         model=models.get("deepseek-v3"),
@@ -317,7 +319,7 @@ def test_attention_dp_balance_is_the_ranks_mean_tokens_over_the_busiest(
     uneven = run([1000] + [10] * 7)
     assert list(uneven.outcome.iteration_prefill_tokens) == [1070.0]
     assert uneven.attention_dp_balance == pytest.approx(133.75 / 1000)
-    assert uneven.attention_dp_balanced_speedup == pytest.approx(1000 / 133.75)
+    assert 1.0 < uneven.attention_dp_balanced_speedup < 1000 / 133.75
     even = run([1000] * 8)
     assert (even.num_iterations, even.attention_dp_balance, even.attention_dp_balanced_speedup) == (
         1,

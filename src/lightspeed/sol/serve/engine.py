@@ -53,9 +53,14 @@ import numpy as np
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol.serve.deployment import SimulatedDeployment
 from lightspeed.sol.serve.engine_state import (
+    BALANCED_COLUMN,
     DECODE,
     DONE,
     PREFILL,
+    QUEUE_COLUMN,
+    QUEUE_PEAK_COLUMN,
+    SECONDS_COLUMN,
+    STEPS_COLUMN,
     SWAPPED,
     TRANSFER,
     WAITING,
@@ -120,11 +125,19 @@ class Engine:
         self.records: list[float] = []  # RECORD_WIDTH values per iteration, flat (one array at the end)
 
         self.num_waiting = 0
+        # the waiting count integrated over time (request-seconds) up to queue_clock: an
+        # iteration's queue is its mean over the iteration, the arrivals during it counted from
+        # when they came (a snapshot when it is formed misses them: M/D/1's queue read ~22% low)
+        self.queue_area = 0.0
+        self.queue_clock = 0.0
         self.num_running = 0
         self.num_preemptions = 0
         self.num_swaps = 0
         self.prompt_tokens = 0.0  # of the iteration being formed
         self.balance = 1.0  # of the iteration being formed: mean tokens per rank over the busiest's
+        # of the iteration being formed: its shape with the tokens spread evenly over the
+        # attention-DP ranks (None with one rank; see _shape)
+        self.even: tuple[int, float, float, float, float] | None = None
         self.chunks: list[tuple[RankState, float, float]] = []  # (rank, tokens, attended context x tokens)
 
     def _read_scheduler(self, deployment: SimulatedDeployment) -> None:
@@ -173,6 +186,7 @@ class Engine:
                 break
             if events and events[0][0] <= next_arrival:
                 time, _, kind, subject, version = heapq.heappop(events)
+                self._advance(time)
                 if kind == KV_ARRIVAL:
                     self._enter(subject, time, self.back)
                     continue
@@ -180,10 +194,31 @@ class Engine:
                 if version == replica.version:
                     self._end(replica, time)
             elif pointer < stop:
+                self._advance(next_arrival)
                 pointer = self._arrive_together(order, pointer, stop, next_arrival)
             else:
                 break
         return self._output()
+
+    def _advance(self, time: float) -> None:
+        """Integrate the waiting count up to ``time`` (before anything at ``time`` changes it)."""
+        self.queue_area += self.num_waiting * (time - self.queue_clock)
+        self.queue_clock = time
+
+    def _queue_area_at(self, time: float) -> float:
+        """The waiting count's integral up to ``time`` (at or after the last event handled)."""
+        return self.queue_area + self.num_waiting * (time - self.queue_clock)
+
+    def _close_queue(self, replica: ReplicaState, time: float) -> None:
+        """The running iteration of ``replica`` ends at ``time``: its queue becomes the mean over
+        it (a Poisson arrival waits the rest of the iteration it comes in), its peak the more of
+        the queue at its start and now (between the two only arrivals add to it)."""
+        records, start = self.records, replica.record
+        snapshot = records[start + QUEUE_COLUMN]
+        seconds = time - replica.started
+        if seconds > 0.0:
+            records[start + QUEUE_COLUMN] = (self._queue_area_at(time) - replica.queue_area) / seconds
+        records[start + QUEUE_PEAK_COLUMN] = max(snapshot, float(self.num_waiting))
 
     def _arrive_together(self, order: Sequence[int], pointer: int, stop: int, time: float) -> int:
         """Let in every request arriving at ``time``; the next pointer. An open loop's requests
@@ -251,13 +286,14 @@ class Engine:
         done = max(math.ceil((time - replica.started) / per_step - 1e-9), 1)
         if done >= replica.stride:
             return
+        records, start = self.records, replica.record
+        records[start + BALANCED_COLUMN] *= done / replica.stride
         replica.stride = done
         replica.duration = done * per_step
         replica.version += 1
         self._push(replica.started + replica.duration, ITERATION_END, replica.index, replica.version)
-        records, start = self.records, replica.record
-        records[start + 1] = replica.duration
-        records[start + 7] = done
+        records[start + SECONDS_COLUMN] = replica.duration
+        records[start + STEPS_COLUMN] = done
 
     # --- forming an iteration ---------------------------------------------------------------
 
@@ -307,6 +343,9 @@ class Engine:
         # shrinks as its sequences decode), which ends a stretch anyway
         if not (self.chunks or extra_s or (replica.waiting and not replica.blocked)):
             steps, duration = self._stretch(replica, time, duration, shape)
+        balanced_s = (
+            duration if self.even is None else min(self._steps_s(replica, self.even, steps), duration)
+        )
         duration += extra_s
         replica.busy = True
         replica.stride = steps
@@ -314,8 +353,9 @@ class Engine:
         replica.duration = duration
         replica.version += 1
         replica.record = len(self.records)
+        replica.queue_area = self._queue_area_at(time)
         self._push(time + duration, ITERATION_END, replica.index, replica.version)
-        self._record(replica, time, duration, steps)
+        self._record(replica, time, duration, steps, balanced_s + extra_s)
 
     def _stretch(
         self, replica: ReplicaState, time: float, duration: float, shape: tuple[Any, ...]
@@ -337,9 +377,20 @@ class Engine:
                     limit = min(limit, 1 + int((rank.capacity - self._kv_used(rank, step + 1)) // grow))
         if limit <= 1:
             return 1, duration
+        return limit, self._steps_s(replica, shape, limit, duration)
+
+    def _steps_s(
+        self, replica: ReplicaState, shape: tuple[Any, ...], steps: int, first_s: float | None = None
+    ) -> float:
+        """Seconds of ``steps`` decode steps from ``shape`` (one step, or a prompt-only step, for
+        ``steps`` under 2), its first step's ``first_s`` if known: the context grows linearly, so
+        the steps take the mean of the first and the last (trapezoid)."""
+        first = replica.seconds(*shape) if first_s is None else first_s
+        if steps <= 1:
+            return first
         decoding, context, prompt, attended, total = shape
-        last = replica.seconds(decoding, context + (limit - 1) * self.growth, prompt, attended, total)
-        return limit, limit * (duration + last) / 2.0
+        last = replica.seconds(decoding, context + (steps - 1) * self.growth, prompt, attended, total)
+        return steps * (first + last) / 2.0
 
     def _continue_prompts(self, replica: ReplicaState) -> list[float]:
         """Token budget left per rank after decodes and the chunks of prompts in progress;
@@ -482,6 +533,7 @@ class Engine:
                 entry[1] += weighted
         self.prompt_tokens = total_prompt
         self.balance = 1.0
+        self.even = None
         floor = replica.pp * largest if replica.pp > 1 else 0.0  # the largest chunk, whole
         if self.separate and total_prompt:
             return self._prompt_only_shape(ranks, prompt, total_prompt, total_weighted, floor)
@@ -506,6 +558,7 @@ class Engine:
             return None
         # TensorRT-LLM's attention-DP balance ratio: the ranks' mean tokens over the busiest's
         self.balance = total / len(ranks) / (prompt[id(busiest)][0] + busiest.num_decoding * query)
+        self.even = self._even_shape(ranks, step, (total_prompt, total_weighted, floor), total, decode=True)
         decoding = busiest.num_decoding
         context = (busiest.context_base / decoding + step) if decoding else 0.0
         tokens, weighted = prompt[id(busiest)]
@@ -526,13 +579,47 @@ class Engine:
             return 0, 0.0, max(total_prompt, floor), total_weighted / total_prompt, 0.0
         tokens, weighted = max(prompt.values())
         self.balance = total_prompt / len(ranks) / tokens
+        self.even = self._even_shape(
+            ranks, 0.0, (total_prompt, total_weighted, floor), total_prompt, decode=False
+        )
         return 0, 0.0, max(tokens, floor), weighted / tokens, total_prompt
 
-    def _record(self, replica: ReplicaState, time: float, duration: float, steps: int) -> None:
-        """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting,
-        running, the fullest rank's KV use, decode steps, attention-DP balance, the pause that
-        prompt-only steps made just before it and how many of its sequences that pause held back
-        (columns of :class:`EngineOutput`)."""
+    def _even_shape(
+        self,
+        ranks: list[RankState],
+        step: float,
+        prompts: tuple[float, float, float],
+        total: float,
+        *,
+        decode: bool,
+    ) -> tuple[int, float, float, float, float]:
+        """The shape of the iteration being formed with its work spread over the attention-DP
+        ranks as evenly as it can be: whole decoding sequences (the mean per rank rounded up: a
+        rank cannot hold part of one) at the mean context of all of them (none with ``decode``
+        false: a prompt-only step), and the prompt tokens (``prompts``: their sum, attended
+        context x tokens, and the pipeline floor of :meth:`_shape`) over as many ranks as there
+        are prompts (a prompt's KV cache lives on one rank; the chunks of several can be cut to
+        any size); the MoE layers see the same ``total`` stage tokens. Its iteration cost is
+        what perfect balance would take: the weights and experts are read whatever the tokens,
+        so a lone sequence gains nothing (scaling the time by the balance ratio, TensorRT-LLM's
+        "SOL TPS" bookkeeping, would have it 8x faster on 8 ranks)."""
+        decoding = sum(rank.num_decoding for rank in ranks) if decode else 0
+        context = sum(rank.context_base for rank in ranks) / decoding + step if decoding else 0.0
+        prompt_tokens, weighted, floor = prompts
+        if not prompt_tokens:
+            return -(-decoding // len(ranks)), context, 0.0, 0.0, total
+        spread = prompt_tokens / min(len(ranks), len(self.chunks))
+        return -(-decoding // len(ranks)), context, max(spread, floor), weighted / prompt_tokens, total
+
+    def _record(
+        self, replica: ReplicaState, time: float, duration: float, steps: int, balanced_s: float
+    ) -> None:
+        """One row per iteration: start, seconds, decoding sequences, prompt tokens, waiting
+        (when it is formed; the mean over it once it ends: :meth:`_close_queue`), running, the
+        fullest rank's KV use, decode steps, attention-DP balance, the pause that prompt-only
+        steps made just before it, how many of its sequences that pause held back, the most
+        waiting (:meth:`_close_queue`) and its seconds at perfect attention-DP balance (columns of
+        :class:`EngineOutput`)."""
         ranks = replica.ranks
         if len(ranks) == 1:
             rank = ranks[0]
@@ -564,12 +651,15 @@ class Engine:
                 self.balance,
                 pause,
                 held,
+                self.num_waiting,
+                balanced_s,
             )
         )
 
     # --- ending an iteration ----------------------------------------------------------------
 
     def _end(self, replica: ReplicaState, time: float) -> None:
+        self._close_queue(replica, time)
         replica.step += replica.stride
         step = replica.step
         finishing = replica.finishing
@@ -744,6 +834,9 @@ class Engine:
         return self.front if self.back is self.front else [*self.front, *self.back]
 
     def _output(self) -> EngineOutput:
+        for replica in self._replicas():  # iterations running at a horizon: the queue stays as it is
+            if replica.busy:
+                self._close_queue(replica, replica.started + replica.duration)
         timers = {id(r.pool.timer): r.pool.timer for r in (*self.front, *self.back)}
         return EngineOutput.from_records(
             self.records,

@@ -18,7 +18,10 @@ from lightspeed.sol.serve.deployment import SimulatedPool
 
 Array = Any
 WAITING, PREFILL, DECODE, TRANSFER, SWAPPED, DONE = range(6)
-RECORD_WIDTH = 11  # values per iteration record (see Engine._record): the iteration_* columns
+RECORD_WIDTH = 13  # values per iteration record (see Engine._record): the iteration_* columns
+# columns of a record the engine revisits after writing it (a run of decode steps cut short, the
+# queue integrated when the iteration ends)
+SECONDS_COLUMN, QUEUE_COLUMN, STEPS_COLUMN, QUEUE_PEAK_COLUMN, BALANCED_COLUMN = 1, 4, 7, 11, 12
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class EngineOutput:
     iteration_s: Array
     iteration_decode_sequences: Array
     iteration_prefill_tokens: Array
-    iteration_queue: Array
+    iteration_queue: Array  # requests waiting, mean over the iteration (arrivals during it counted)
     iteration_running: Array
     iteration_kv_use: Array
     iteration_steps: Array
@@ -43,6 +46,10 @@ class EngineOutput:
     # how many of its decoding sequences that pause held back (sequence-seconds held / pause): a
     # sequence whose prompt ran in the pause waited only for the steps after its own
     iteration_paused_sequences: Array
+    iteration_queue_peak: Array  # requests waiting at its start or its end, the more
+    # seconds it would take with its tokens spread evenly over the attention-DP ranks (whole
+    # sequences: Engine._shape), its own seconds without attention DP
+    iteration_balanced_s: Array
     num_in_flight: int
     num_preemptions: int
     num_swaps: int
@@ -82,6 +89,8 @@ class EngineOutput:
             iteration_balance=columns[8],
             iteration_pause_s=columns[9],
             iteration_paused_sequences=columns[10],
+            iteration_queue_peak=columns[11],
+            iteration_balanced_s=columns[12],
             num_in_flight=num_in_flight,
             num_preemptions=num_preemptions,
             num_swaps=num_swaps,
@@ -139,6 +148,7 @@ class ReplicaState:
         "pool",
         "pp",
         "query_tokens",
+        "queue_area",
         "rank_pointer",
         "ranks",
         "record",
@@ -183,13 +193,19 @@ class ReplicaState:
         self.duration = 0.0
         self.record = 0
         self.version = 0
+        self.queue_area = 0.0  # the engine's queue integral (request-seconds) when it started
 
 
 __all__ = [
+    "BALANCED_COLUMN",
     "DECODE",
     "DONE",
     "PREFILL",
+    "QUEUE_COLUMN",
+    "QUEUE_PEAK_COLUMN",
     "RECORD_WIDTH",
+    "SECONDS_COLUMN",
+    "STEPS_COLUMN",
     "SWAPPED",
     "TRANSFER",
     "WAITING",

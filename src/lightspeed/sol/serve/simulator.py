@@ -22,6 +22,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, UserInputError
+from lightspeed.limits import check_kind, check_number, check_whole
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
@@ -64,15 +65,20 @@ class SimulationResult(Record):
     (``1 / TPOT``); ``mean_in_flight`` counts measured requests arrived and not completed (the
     warm-up's left out, so it is the measured throughput times their mean latency: Little's law),
     ``mean_running`` / ``max_running`` sequences admitted to a batch, ``mean_queue`` /
-    ``max_queue`` requests waiting for admission (time-weighted over iterations);
+    ``max_queue`` requests waiting for admission (time-weighted over iterations, each one's queue
+    its mean over it: the requests arriving during it counted from when they came; the maximum the
+    most waiting at an iteration's start or end);
     ``max_kv_use`` is the fullest rank's share of its KV cache. ``settling`` (arrivals at a rate,
     not a replayed trace; else ``None``) says whether the run reached its steady state while it
     was measured (:class:`~lightspeed.sol.serve.run_metrics.Settling`). With attention data
     parallelism, ``attention_dp_balance`` is TensorRT-LLM's balance ratio (the ranks' mean
     tokens over the busiest rank's, per iteration, averaged over iterations; 1 without it) and
-    ``attention_dp_balanced_speedup`` what perfect balance would gain (the run's busy time over
-    the sum of each iteration's time times its balance: TensorRT-LLM's "SOL TPS" over the
-    actual, its tech blog 10). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
+    ``attention_dp_balanced_speedup`` what perfect balance would gain: the run's busy time over
+    the same iterations' time with each one's tokens spread as evenly over the ranks as whole
+    sequences allow, priced by the iteration cost (the weights and experts are read either way,
+    so a lone sequence gains nothing; TensorRT-LLM's "SOL TPS" of its tech blog 10 instead scales
+    each iteration's time by its balance ratio, which would have one sequence on 8 ranks 8x
+    faster). ``slo`` is filled when an SLO was given. ``elapsed_s`` is the
     wall time the simulation took. ``requests_per_s`` counts the measured completions from the
     first measured arrival to the last completion (the drain after the last arrival included);
     ``served_requests_per_s`` is the rate the deployment serves, the rate the SLO's goodput is a
@@ -194,16 +200,16 @@ class SimulationResult(Record):
         }
 
 
-def _balanced_speedup(iteration_s: Array, balance: Array) -> float:
-    """What perfect attention-DP balance would gain: the iterations' seconds over the same
-    seconds each scaled by its balance ratio (1 for no iterations or a balanced run).
+def _balanced_speedup(iteration_s: Array, balanced_s: Array) -> float:
+    """What perfect attention-DP balance would gain: the iterations' seconds over their seconds
+    with each one's tokens spread evenly over the ranks, priced by the iteration cost
+    (``EngineOutput.iteration_balanced_s``; 1 for no iterations or a balanced run).
 
     >>> _balanced_speedup(np.array([1.0, 1.0]), np.array([1.0, 0.5]))
     1.3333333333333333
     """
-    seconds = np.asarray(iteration_s, dtype=np.float64)
-    balanced = float((seconds * np.asarray(balance, dtype=np.float64)).sum())
-    return float(seconds.sum()) / balanced if balanced > 0 else 1.0
+    balanced = float(np.sum(balanced_s))
+    return float(np.sum(iteration_s)) / balanced if balanced > 0 else 1.0
 
 
 def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
@@ -360,6 +366,17 @@ def simulate_deployment(
     """Run ``workload`` (or pre-drawn ``requests``) through an already built deployment (its
     iteration-cost cache is reused: sweeps of many rates build it once); with ``horizon_s``,
     stop at that time and count the requests still in flight."""
+    check_kind(
+        "deployment", deployment, SimulatedDeployment, "lightspeed.sol.serve.simulated_deployment(...)"
+    )
+    _check_run(workload=workload, seed=seed, slo=slo, horizon_s=horizon_s)
+    check_kind(
+        "requests",
+        requests,
+        (Requests, _OR_NONE),
+        "lightspeed.sol.serve.generate_requests(workload, seed=seed); None: drawn from the workload",
+        what="Requests or None",
+    )
     drawn = requests if requests is not None else generate_requests(workload, seed=seed)
     _check_fits(deployment, drawn)
     clock = time.perf_counter()
@@ -523,7 +540,7 @@ def _result(
         attention_dp_balance=(
             _weighted_mean(outcome.iteration_balance, iterations) if outcome.iteration_steps.size else 1.0
         ),
-        attention_dp_balanced_speedup=_balanced_speedup(outcome.iteration_s, outcome.iteration_balance),
+        attention_dp_balanced_speedup=_balanced_speedup(outcome.iteration_s, outcome.iteration_balanced_s),
         num_cost_evaluations=outcome.cost_evaluations,
         elapsed_s=elapsed_s,
         slo=None
@@ -695,7 +712,11 @@ def _weighted_mean(values: Array, weights: Array) -> float:
 @dataclass(frozen=True)
 class _MeasuredLoad:
     """Sequences running, requests waiting (means weighted by iteration time, and maxima) and the
-    fullest rank's KV use over the iterations of the measured window."""
+    fullest rank's KV use over the iterations of the measured window. An iteration's queue is
+    its mean over the iteration (the requests that arrive during it counted from when they
+    came: ``EngineOutput.iteration_queue``), so the mean queue is the time-average over the busy
+    time (an M/D/1 server's Lq / rho); the maximum is the most waiting at an iteration's start
+    or end."""
 
     mean_running: float
     max_running: float
@@ -712,9 +733,83 @@ class _MeasuredLoad:
             mean_running=_weighted_mean(running, weights),
             max_running=float(running.max(initial=0.0)),
             mean_queue=_weighted_mean(queue, weights),
-            max_queue=float(queue.max(initial=0.0)),
+            max_queue=float(outcome.iteration_queue_peak[counted].max(initial=0.0)),
             max_kv_use=float(outcome.iteration_kv_use[counted].max(initial=0.0)),
         )
+
+
+_OR_NONE = type(None)
+
+
+def _check_arguments(*, model: object, cluster: object, plan: object) -> None:
+    """What is simulated: the things themselves, not their names (one line saying how to make each)."""
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-8b')")
+    check_kind("cluster", cluster, Cluster, "lightspeed.cluster('dgx-h100', num_gpus=8)")
+    check_kind(
+        "plan",
+        plan,
+        InferencePlan,
+        "lightspeed.InferencePlan(tp=8, precision='fp8')",
+        what="an InferencePlan",
+    )
+
+
+def _check_options(
+    *, scheduler: object, efficiency: object, serving: object, speculation: object, num_gpus: object
+) -> None:
+    """The optional settings of :func:`simulate`: each of its kind or ``None``."""
+    check_kind(
+        "scheduler",
+        scheduler,
+        (SchedulerConfig, _OR_NONE),
+        "lightspeed.sol.serve.SchedulerConfig(router='round-robin'); None: the serving stack's",
+        what="a SchedulerConfig or None",
+    )
+    check_kind(
+        "efficiency",
+        efficiency,
+        (EfficiencyModel, _OR_NONE),
+        "lightspeed.sol.core.efficiency.EfficiencyModel; None: the fitted one",
+        what="an EfficiencyModel or None",
+    )
+    check_kind(
+        "serving",
+        serving,
+        (str, ServingStack, _OR_NONE),
+        "such as 'trtllm-2023', from sol/data/stacks.toml; None: the system's default",
+        what="a serving profile's name, a ServingStack or None",
+    )
+    check_kind(
+        "speculation",
+        speculation,
+        (AcceptanceProcess, _OR_NONE),
+        "lightspeed.sol.serve.speculation.AcceptanceProcess; None: no speculative decoding",
+        what="an AcceptanceProcess or None",
+    )
+    if num_gpus is not None:
+        check_whole("num_gpus", num_gpus)
+
+
+def _check_run(*, workload: object, seed: object, slo: object, horizon_s: object) -> None:
+    """What a run takes: the workload, its seed, an SLO and a horizon (both optional)."""
+    check_kind(
+        "workload",
+        workload,
+        ServingWorkload,
+        "lightspeed.ServingWorkload(arrivals=lightspeed.ArrivalProcess.poisson(20.0), num_requests=200, "
+        "input_lengths=lightspeed.LengthDistribution.fixed(1000), "
+        "output_lengths=lightspeed.LengthDistribution.fixed(200))",
+    )
+    check_whole("seed", seed, minimum=0)
+    check_kind(
+        "slo",
+        slo,
+        (ServiceLevel, _OR_NONE),
+        "lightspeed.ServiceLevel(ttft_s=0.5, tpot_s=0.05); None: no SLO",
+        what="a ServiceLevel or None",
+    )
+    if horizon_s is not None:
+        check_number("horizon_s", horizon_s, above=0.0)
 
 
 def simulate(
@@ -735,7 +830,17 @@ def simulate(
     """Simulate ``workload`` on ``plan`` (see :mod:`lightspeed.sol.serve`) until every request
     completes (or until ``horizon_s``); the same seed gives the same result. Raises
     :class:`~lightspeed.errors.InvalidPlanError` for a plan that cannot exist or a request that
-    could never fit its KV cache."""
+    could never fit its KV cache, :class:`~lightspeed.errors.UserInputError` for an argument of
+    the wrong kind (a model's name where the model itself belongs)."""
+    _check_arguments(model=model, cluster=cluster, plan=plan)
+    _check_options(
+        scheduler=scheduler,
+        efficiency=efficiency,
+        serving=serving,
+        speculation=speculation,
+        num_gpus=num_gpus,
+    )
+    _check_run(workload=workload, seed=seed, slo=slo, horizon_s=horizon_s)
     requests = generate_requests(workload, seed=seed)
     deployment = simulated_deployment(
         model=model,
