@@ -42,6 +42,9 @@ MAX_WATTS: Final = 1e10  # 10 GW: above any data-center site
 MAX_RATE_PER_S: Final = 1e9  # requests or tokens per second of one job
 MAX_DURATION_S: Final = 100 * 365.25 * 86400.0  # a century
 MAX_HEADS_OR_HEAD_DIM: Final = 2**14  # attention heads, head width or mixer heads of one model
+# NICs one node's scale-out counts: 1 to 32 today (p5.48xlarge: 32 EFA NICs of 100 Gb/s, four a GPU);
+# twice that leaves room for what comes next and refuses a typed count no node holds
+MAX_NICS_PER_NODE: Final = 64
 # one request (or token) a century: a slower rate's gaps run past any horizon (4.9e-324 req/s gave
 # infinite arrival times and NaN latencies); sol/serve/workload.py MIN_ARRIVAL_RATE_PER_S
 MIN_RATE_PER_S: Final = 1.0 / MAX_DURATION_S

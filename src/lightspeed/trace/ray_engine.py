@@ -18,6 +18,7 @@ lightspeed installed (docs/trace.md says how).
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
@@ -31,6 +32,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 LOCAL_OBJECT_STORE_BYTES = 256 << 20  # per-rank parts are small; keep a local Ray's footprint small
 CONNECT_TIMEOUT_S: Final = 5.0  # Ray itself retries an address that does not answer for minutes
+# HOST:PORT: an IPv6 host in brackets (``[::1]:6379``), or a name or address with no space,
+# slash, bracket or ``@`` (an IPv6 one unbracketed, ``::1:6379``, as before: the port is after the
+# last colon); the port in ASCII digits
+_HOST_PORT: Final = re.compile(
+    r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+(?:%[\w.-]+)?)\]|(?P<host>[^\s/\[\]@]+)):(?P<port>[0-9]+)"
+)
 _FIX_ADDRESS: Final = (
     "start one with 'ray start --head' on its head node, or give a running cluster's address "
     "(HOST:6379 on a node of it, ray://HOST:10001 from outside it, auto on a node of it)"
@@ -97,15 +104,26 @@ def parse_address(address: str, option: str = "--address") -> tuple[str, int] | 
     target = address.strip().removeprefix("ray://")
     if target in ("auto", "local"):
         return None
-    host, _, port_text = target.rpartition(":")
-    host = host.strip("[]")  # an IPv6 host in brackets
-    if not host or "/" in host or not port_text.isdigit():
+    match = _HOST_PORT.fullmatch(target)
+    if match is None:
         raise UserInputError(
-            f"{option} {address!r} is not HOST:PORT, ray://HOST:PORT or auto; fix: {_FIX_ADDRESS}"
+            f"{option} {address!r} is not HOST:PORT, ray://HOST:PORT or auto{_address_hint(target)}; "
+            f"fix: {_FIX_ADDRESS}"
         )
-    if not 0 < int(port_text) < 65536:
+    port_text = match["port"]
+    if len(port_text) > 5 or not 0 < int(port_text) < 65536:
         raise UserInputError(f"{option} {address!r}: the port must be 1 to 65535; fix: {_FIX_ADDRESS}")
-    return host, int(port_text)
+    return match["ipv6"] or match["host"], int(port_text)
+
+
+def _address_hint(target: str) -> str:
+    """What is wrong with an address that is not HOST:PORT, where it can be told: a space, or an
+    IPv6 host's brackets (``[::1`` unclosed, ``[::1]`` with no port)."""
+    if any(character.isspace() for character in target):
+        return " (it holds a space)"
+    if "[" in target or "]" in target:
+        return " (an IPv6 host goes in closed brackets before the port: [::1]:6379)"
+    return ""
 
 
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S, option: str = "--address") -> None:

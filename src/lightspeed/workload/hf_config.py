@@ -153,13 +153,29 @@ _HF_LAYER_KINDS: Final = {
 
 class _JsonFields(JsonFields):
     """A ``config.json`` object: a missing key's fix is the published config.json's value, and a
-    ``null`` where a default exists reads as the key left out (transformers keeps its default:
-    Mixtral's ``"num_key_value_heads": null`` is as many as the attention heads)."""
+    ``null`` where a default exists reads as the key left out, whatever the field's type
+    (transformers keeps its default: Mixtral's ``"num_key_value_heads": null`` is as many as the
+    attention heads, ``"tie_word_embeddings": null`` untied on a Llama)."""
 
     def integer(self, key: str, default: int | None = None, minimum: int = 0) -> int:
         if default is not None and self.data.get(key) is None:
             return default
         return super().integer(key, default, minimum)
+
+    def boolean(self, key: str, default: bool | None = None) -> bool:
+        if default is not None and self.data.get(key) is None:
+            return default
+        return super().boolean(key, default)
+
+    def string(self, key: str, default: str | None = None) -> str:
+        if default is not None and self.data.get(key) is None:
+            return default
+        return super().string(key, default)
+
+    def number(self, key: str, default: float | None = None, positive: bool = True) -> float:
+        if default is not None and self.data.get(key) is None:
+            return float(default)
+        return super().number(key, default, positive)
 
     def _absent(self, key: str, shape: str) -> DataFileError | None:
         return DataFileError(

@@ -68,9 +68,45 @@ def _reported_context(fields: Fields, model_type: str) -> tuple[int, str] | None
     return reported if reported is not None and reported[0] < longest else None
 
 
+# The RoPE types transformers reads (modeling_rope_utils: ``ROPE_INIT_FUNCTIONS`` and ``default``),
+# and the older names its configs still convert (Qwen2-VL's ``mrope``, read as ``default``; Phi-3's
+# ``su``, read as ``longrope``); each with whether it scales by a ``factor`` it cannot go without
+# (transformers requires the key for linear, dynamic, yarn and llama3; longrope derives its own)
+_ROPE_TYPES: Final = {
+    "default": False,
+    "linear": True,
+    "dynamic": True,
+    "yarn": True,
+    "longrope": False,
+    "llama3": True,
+    "proportional": False,
+    "mrope": False,
+    "su": False,
+}
+
+
+def _rope_type(scaling: Fields) -> str:
+    """The scaling object's ``rope_type`` (``type`` in older configs; ``default`` when neither is
+    set, ``null`` read as absent), refused naming the field and the known ones when unknown."""
+    key = "rope_type" if scaling.data.get("rope_type") is not None else "type"
+    return scaling.choice(key, tuple(_ROPE_TYPES), "RoPE type", default="default")
+
+
 def _factor(scaling: Fields) -> float:
-    """The scaling object's ``factor`` (1 when absent), refused naming it when not a number."""
-    return scaling.number("factor") if scaling.data.get("factor") is not None else 1.0
+    """The scaling object's ``factor`` (1 when absent or ``null`` for a type that needs none),
+    refused naming it when not a number, or absent where the type scales by it."""
+    rope_type = _rope_type(scaling)
+    if scaling.data.get("factor") is not None:
+        return scaling.number("factor")
+    if _ROPE_TYPES[rope_type]:
+        raise DataFileError(
+            scaling.path,
+            f"RoPE type {rope_type} scales by a factor and none is given",
+            field=f"{scaling.prefix}factor",
+            value=scaling.data.get("factor"),
+            fix='write "factor": <number >= 1> (the published config.json\'s value)',
+        )
+    return 1.0
 
 
 def _rope_scaling(fields: Fields) -> Fields | None:

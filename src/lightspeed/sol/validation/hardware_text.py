@@ -19,7 +19,8 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   ``IB 50GB/s``), or a speed in Gb/s next to a network's name (``RoCE 100G``, ``100G Ethernet``,
   ``100 Gbps RoCE``, ``InfiniBand 200Gb/s``, ``1x 100GbE per node``) is the catalog link of that
   family and speed (``ethernet-100g``; a speed no catalog link has is refused, naming those that
-  exist), with the NICs the text counts (``1x ... per node``, ``4*100Gb``); an EFA speed with
+  exist), with the NICs the text counts (``1x ... per node``, ``4*100Gb``: a whole number from 1 to
+  64 a node, else refused naming it: ``0x``, ``-8x``, ``1.5x``); an EFA speed with
   no count is the instance's total, as AWS quotes it (``p4d EFA 400 Gb/s`` is p4d's own 4 x 100,
   ``EFA 400 Gbps`` on another node one 400 Gb/s NIC, not 8); ``RoCE`` alone is 400
   Gb/s; else the system's own NICs. A speed next to a network's name is never a memory size
@@ -56,6 +57,7 @@ from lightspeed.catalog.clusters import build_cluster, spread_over_domains, take
 from lightspeed.catalog.torus import describe_torus, slice_name
 from lightspeed.catalog.variants import derive_variant, system_with
 from lightspeed.errors import LightspeedError, closest_names
+from lightspeed.limits import MAX_BYTES_PER_S, MAX_NICS_PER_NODE
 from lightspeed.records import Record
 from lightspeed.sol.validation.published import PublishedRow, size_cell
 from lightspeed.sol.validation.readings import RowError
@@ -82,8 +84,10 @@ _GENERIC_LINK_PREFIX: Final = {"ethernet": "ethernet-", "infiniband": "ib-", "ef
 # GB/s``): a bit rate (``Gb``, ``Gbps``, ``Gb/s``), a byte rate (``GB/s``: 8 bits a byte) or ``G``
 # alone, each a speed only next to a network's name (``100G Ethernet``, ``RoCE 100G``, ``IB 50GB/s``;
 # not ``NVSwitch 600GB/s``); ``GbE`` names Ethernet itself
+# (a count as written, with its sign or fraction, ``-8x``, ``1.5x``: :func:`_nic_count` refuses them)
+_NIC_COUNT: Final = r"(?P<count>(?<![\w.-])-\d+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?)"
 _LINK_SPEED: Final = re.compile(
-    r"(?<![\w.])(?:(?P<count>\d+)\s*[x×*]\s*)?(?P<number>\d+)\s*"
+    rf"(?<![\w.])(?:{_NIC_COUNT}\s*[x×*]\s*)?(?P<number>\d+)\s*"
     r"(?P<unit>[Gg][Bb][Ee]|Gb/s|Gbit/s|[Gg]bps|Gb|GB/s|G)(?![\w/])"
 )
 _BITS_PER_UNIT: Final = {"GB/s": 8}
@@ -96,7 +100,7 @@ _WORD_BEFORE: Final = {
 }
 _WORD_AFTER: Final = re.compile(r"^\s*([A-Za-z0-9]+)")
 # a NIC count written before the network's name (``8x EFA 400 Gb/s``, ``4 x InfiniBand 200Gb/s``)
-_COUNT_BEFORE_NAME: Final = re.compile(r"(?<![\w.])(\d+)\s*[x×*]\s*$")
+_COUNT_BEFORE_NAME: Final = re.compile(rf"{_NIC_COUNT}\s*[x×*]\s*$")
 _PER_NODE_AFTER: Final = re.compile(r"^[\s\w-]{0,24}?\bper\s+(?P<what>node|server|host|gpu)\b", re.IGNORECASE)
 # Words end at spaces, punctuation and underscores: MLPerf's system ids glue their parts with
 # ``_`` (``8xMI325X_2xEPYC_9575F``, ``GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT``).
@@ -293,7 +297,7 @@ class _StatedLink:
 
     family: str
     gbit_per_s: int
-    count: int | None
+    count: str | None  # as written (:func:`_nic_count` reads it)
     per: str
     words: str
 
@@ -320,17 +324,39 @@ def _stated_links(text: str) -> list[_StatedLink]:
         count = match["count"]
         counted_name = _COUNT_BEFORE_NAME.search(text[:start]) if family_before else None
         if count is None and counted_name:  # ``8x EFA 400 Gb/s``: the count before the name
-            count, start = counted_name.group(1), counted_name.start()
+            count, start = counted_name["count"], counted_name.start()
         found.append(
             _StatedLink(
                 family=family,
-                gbit_per_s=int(match["number"]) * _BITS_PER_UNIT.get(match["unit"], 1),
-                count=int(count) if count else None,
+                gbit_per_s=_speed_gbit_per_s(match, text),
+                count=count,
                 per=("gpu" if per["what"].lower() == "gpu" else "node") if per else "",
                 words=text[start:end].strip(" ,;:()"),
             )
         )
     return found
+
+
+# No link is faster than 1 PB/s (limits.MAX_BYTES_PER_S), 8,000,000 Gb/s
+_MAX_LINK_GBIT_PER_S: Final = round(MAX_BYTES_PER_S * 8 / 1e9)
+
+
+def _speed_gbit_per_s(match: re.Match[str], text: str) -> int:
+    """The Gb/s a :data:`_LINK_SPEED` match states; refused above any link's (its digits are
+    counted before they are read: Python reads no integer of over 4,300 digits)."""
+    number = match["number"]
+    gbit_per_s = int(number) * _BITS_PER_UNIT.get(match["unit"], 1) if len(number) <= 9 else None
+    if gbit_per_s is None or gbit_per_s > _MAX_LINK_GBIT_PER_S:
+        raise HardwareTextError(
+            f"hardware {_shown(text)!r} states a network speed of {_shown(number)} {match['unit']}, above "
+            f"any link's ({_MAX_LINK_GBIT_PER_S:,} Gb/s, 1 PB/s); write the speed its NICs run at"
+        )
+    return gbit_per_s
+
+
+def _shown(written: str) -> str:
+    """``written`` cut to 40 characters for a message (a cell may be thousands long)."""
+    return written if len(written) <= 40 else f"{written[:37]}..."
 
 
 def _link_of(catalog: Catalog, stated: _StatedLink, text: str) -> str:
@@ -378,15 +404,45 @@ def _network(catalog: Catalog, text: str, system: System) -> _Network:
     stated = _stated_links(text)
     if stated:
         first = stated[0]
-        if first.family == "efa" and first.count is None and not first.per:
+        count = _nic_count(system, first, text)
+        if first.family == "efa" and count is None and not first.per:
             return _efa_instance_total(catalog, system, first, text)
         fabric = _link_of(catalog, first, text)
         if first.per == "gpu":
-            return _Network(fabric, nics_per_gpu=first.count or 1, text=first.words)
-        per_node = first.count or 1 if first.count is not None or first.per == "node" else None
+            return _Network(fabric, nics_per_gpu=count or 1, text=first.words)
+        per_node = count or 1 if count is not None or first.per == "node" else None
         return _Network(fabric, nics_per_node=per_node, text=first.words)
     named = _NAMED_NETWORK.search(text)
     return _Network(_keyword_fabric(catalog, text), text=named.group(0) if named else "")
+
+
+# why a NIC count is bounded (limits.MAX_NICS_PER_NODE)
+_NICS_BOUND: Final = f"at most {MAX_NICS_PER_NODE} a node; nodes have 1 to 32 today, p5.48xlarge 32"
+
+
+def _nic_count(system: System, stated: _StatedLink, text: str) -> int | None:
+    """The NICs ``stated`` counts (``None``: no count written); refused unless a whole number from
+    1 to :func:`_most_nics` (``0x``, ``-8x``, ``1.5x`` and a count past any node are no NICs)."""
+    if stated.count is None:
+        return None
+    most = _most_nics(system, stated.per)
+    if stated.count.isdigit() and len(stated.count) <= len(str(most)) and 1 <= int(stated.count) <= most:
+        return int(stated.count)
+    per = " per GPU" if stated.per == "gpu" else ""
+    raise HardwareTextError(
+        f"hardware {_shown(text)!r} counts {_shown(stated.count)} NICs{per} ('{_shown(stated.words)}'): "
+        f"write a whole number from 1 to {most:,}{per} ({_NICS_BOUND}), or leave the count out"
+    )
+
+
+def _most_nics(system: System, per: str) -> int:
+    """The most NICs a count may state: :data:`MAX_NICS_PER_NODE` for each node the system's record
+    holds (a rack's are its compute trays, GB200 NVL72's 18; a pod's record counts none: one per
+    chip), per GPU that over a node's GPUs."""
+    gpus_per_node = node_gpus(system) or 1
+    if per == "gpu":
+        return max(1, MAX_NICS_PER_NODE // gpus_per_node)
+    return MAX_NICS_PER_NODE * max(1, system.num_accelerators // gpus_per_node)
 
 
 def _efa_instance_total(catalog: Catalog, system: System, stated: _StatedLink, text: str) -> _Network:
@@ -404,7 +460,14 @@ def _efa_instance_total(catalog: Catalog, system: System, stated: _StatedLink, t
     ):
         each_gbit_per_s = round(_gbit_per_s(link))
         if each_gbit_per_s and stated.gbit_per_s % each_gbit_per_s == 0:
-            return _Network(link.name, nics_per_node=stated.gbit_per_s // each_gbit_per_s, text=stated.words)
+            nics, most = stated.gbit_per_s // each_gbit_per_s, _most_nics(system, "node")
+            if nics > most:
+                raise HardwareTextError(
+                    f"hardware {_shown(text)!r} states {stated.gbit_per_s:,} Gb/s of EFA per instance "
+                    f"('{stated.words}'): {nics:,} NICs of {each_gbit_per_s} Gb/s, more than {most:,} "
+                    f"({_NICS_BOUND}); write the instance's total or its NICs (e.g. '32x EFA 100 Gb/s')"
+                )
+            return _Network(link.name, nics_per_node=nics, text=stated.words)
     return _Network(_link_of(catalog, stated, text), nics_per_node=1, text=stated.words)
 
 
