@@ -1,6 +1,7 @@
 """A small GPT training step on this CPU: predicted before and after calibration, against the measured step.
 
     python examples/calibrate_cpu_step.py [--quick] [--steps 8] [--threads N] [--json]
+        [--cpu-ghz GHZ] [--peak-tflops TFLOPS] [--memory-bandwidth 20GB/s]
 
 1. Measures one training step (forward, backward, AdamW) of a small GPT in
    PyTorch on the CPU, fp32: ``--steps`` steps after warm-up, before and
@@ -16,6 +17,12 @@
 4. Reports both errors against the measured step (target after calibration:
    within 25%).
 
+A CPU whose peak or memory figure detection cannot find (a VM that hides its
+clock or its model, a microarchitecture the table lacks) is one line naming
+the option that gives it, exit 2: ``--cpu-ghz`` (the clock, for a known
+microarchitecture), ``--peak-tflops`` (this machine's FP32 peak; FP64 is taken
+as half of it) and ``--memory-bandwidth``.
+
 The model is described twice, once as a ``TransformerSpec`` and once as torch
 modules, with the same shapes (GELU MLP, LayerNorm, learned positions, no
 biases in the linears, untied embeddings).
@@ -25,24 +32,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional
 
-from lightspeed.bench import (
-    GemmShape,
-    device_sol,
-    model_shapes,
-    resolve_device,
-    run_gemm,
-    run_launch,
-    run_membw,
-)
-from lightspeed.catalog import Cluster, load_catalog, local_system
+from lightspeed.bench import GemmShape, model_shapes, resolve_device, run_gemm, run_launch, run_membw
+from lightspeed.bench.sol import sol_from_local_cpu
+from lightspeed.catalog import Cluster, CpuPeak, LocalCpu, detect_cpu, load_catalog, local_system
+from lightspeed.errors import LightspeedError, UserInputError
 from lightspeed.gate import benchmark_payloads, benchmark_records, calibration_inputs
 from lightspeed.sol import (
     EfficiencyModel,
@@ -53,10 +57,12 @@ from lightspeed.sol import (
     save_calibration,
 )
 from lightspeed.store import open_store
+from lightspeed.units import format_flop_per_s, parse_bandwidth
 from lightspeed.workload import AttentionSpec, TransformerSpec
 
 PROFILE = "cpu-step-example"
 TARGET = 0.25
+PROG = Path(__file__).name
 
 
 @dataclass(frozen=True)
@@ -168,10 +174,66 @@ def predict_s(
     return estimate_training(model=spec, cluster=cluster, plan=plan, efficiency=efficiency).step_time_s
 
 
-def calibrate_here(spec: TransformerSpec, config: Config, quick: bool) -> EfficiencyModel:
+class GivenPeak(CpuPeak):
+    """A peak the user gave (``--peak-tflops``), not derived from the microarchitecture table."""
+
+    def formulas(self) -> dict[str, str]:
+        fp32 = format_flop_per_s(self.fp32_flop_per_s)
+        return {
+            "fp32": f"{fp32} FP32, given by the user (--peak-tflops)",
+            "fp64": f"{format_flop_per_s(self.fp64_flop_per_s)} FP64: half the given {fp32} FP32 (assumed)",
+        }
+
+
+def local_cpu(args: argparse.Namespace) -> LocalCpu:
+    """This CPU, with the figures the user gave in place of those detection lacks; refuses (one
+    line naming the option to give) a CPU whose peak or memory bandwidth is still unknown."""
+    clock_hz = args.cpu_ghz * 1e9 if args.cpu_ghz is not None else None
+    cpu = detect_cpu(
+        catalog=load_catalog(), clock_hz=clock_hz, memory_bandwidth_bytes_per_s=args.memory_bandwidth
+    )
+    if args.peak_tflops is not None:
+        cpu = replace(cpu, peak=given_peak(cpu, args.peak_tflops * 1e12, clock_hz=clock_hz))
+    lacking = []
+    if cpu.peak is None:
+        clock = "--cpu-ghz GHZ (the clock detection could not read) or " if "clock" in cpu.missing else ""
+        lacking.append(
+            f"no peak FLOP/s ({'; '.join(cpu.assumptions)}): give {clock}--peak-tflops TFLOPS (this "
+            "machine's FP32 peak, e.g. from its datasheet)"
+        )
+    if cpu.memory_bandwidth_bytes_per_s is None:
+        lacking.append(
+            f"no memory bandwidth ({cpu.memory_bandwidth_note}): give --memory-bandwidth, e.g. 20GB/s "
+            "(what 'lightspeed bench membw' measures, or the platform's figure)"
+        )
+    if lacking:
+        raise UserInputError(f"this CPU lacks figures the estimate needs: {'; '.join(lacking)}")
+    return cpu
+
+
+def given_peak(cpu: LocalCpu, fp32_flop_per_s: float, *, clock_hz: float | None) -> CpuPeak:
+    """The user's FP32 peak for the whole machine (FP64 half of it, no BF16 path)."""
+    info = cpu.info
+    return GivenPeak(
+        fp64_flop_per_s=fp32_flop_per_s / 2,
+        fp32_flop_per_s=fp32_flop_per_s,
+        bf16_flop_per_s=None,
+        isa="given",
+        vector_bits=0,
+        fma_units=0,
+        bf16_path=None,
+        num_sockets=info.num_sockets,
+        num_cores_per_socket=max(1, info.num_physical_cores // info.num_sockets),
+        clock_hz=clock_hz or info.clock_hz or 0.0,  # not used by the estimate: the peak is given
+        formula=f"{format_flop_per_s(fp32_flop_per_s)} FP32, given by the user (--peak-tflops)",
+        assumptions=("peak FP32 FLOP/s given by the user (--peak-tflops); FP64 assumed half of it",),
+    )
+
+
+def calibrate_here(spec: TransformerSpec, config: Config, quick: bool, cpu: LocalCpu) -> EfficiencyModel:
     """Benchmark this CPU, store the results, fit a profile from the store, save it."""
     device = resolve_device("cpu")
-    sol = device_sol(device=device, catalog=load_catalog())
+    sol = sol_from_local_cpu(cpu, num_threads=device.num_threads)  # what bench's device_sol gives
     tokens = config.batch * config.seq_len
     forward = model_shapes(spec, tp=1, num_tokens=tokens)
     # the backward of each linear: input gradient (m, k, n) and weight gradient (k, n, m)
@@ -191,24 +253,73 @@ def calibrate_here(spec: TransformerSpec, config: Config, quick: bool) -> Effici
     return result.model
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def positive(text: str) -> float:
+    """A finite number > 0 (argparse: a bad one is its one-line usage error, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def bandwidth(text: str) -> float:
+    """A bandwidth with its unit (20GB/s), in bytes per second."""
+    try:
+        value = parse_bandwidth(text)
+    except UserInputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be > 0, e.g. 20GB/s, got {text!r}")
+    return value
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller model")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--cpu-ghz", type=positive, default=None, help="CPU clock (when detection cannot read it)"
+    )
+    parser.add_argument(
+        "--peak-tflops",
+        type=positive,
+        default=None,
+        help="this machine's FP32 peak (when detection has none)",
+    )
+    parser.add_argument(
+        "--memory-bandwidth", type=bandwidth, default=None, help="memory bandwidth with its unit, e.g. 20GB/s"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        run(args)
+    except LightspeedError as error:  # bad input or an unknown figure: one line, not a traceback
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args: argparse.Namespace) -> None:
+    """Measure, predict, calibrate, predict again and print the report."""
     if args.threads:
         torch.set_num_threads(args.threads)
     config = QUICK if args.quick else FULL
     spec = spec_of(config)
-    cluster = Cluster(system=local_system(), num_nodes=1, fabric=None)
+    cpu = local_cpu(args)  # refused here, before any measurement, when a figure is missing
+    cluster = Cluster(system=local_system(cpu=cpu), num_nodes=1, fabric=None)
 
     # Steps measured before and after the microbenchmarks, pooled: on a shared machine the
     # load changes, and the calibration should see the same conditions as the step.
     steps_before_s = measure_steps_s(config, args.steps)
     before_s = predict_s(spec, config, cluster, None)
-    calibrated = calibrate_here(spec, config, args.quick)
+    calibrated = calibrate_here(spec, config, args.quick, cpu)
     steps_after_s = measure_steps_s(config, args.steps)
     measured_s = statistics.median(steps_before_s + steps_after_s)
     measured_before_s, measured_after_s = statistics.median(steps_before_s), statistics.median(steps_after_s)
@@ -240,4 +351,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -288,14 +288,24 @@ def step_profiler(profiler: Any, args: argparse.Namespace, step: int) -> Any:
     return None
 
 
-def prepare_run_dir(run_dir: Path) -> None:
-    """Start from an empty run directory; only ever delete one this example created."""
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not (run_dir / MARKER).exists():
-            sys.exit(f"error: {run_dir} exists and was not made by this example; choose another --run-dir")
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / MARKER).write_text("made by examples/train_tiny_gpt.py\n", encoding="utf-8")
+def prepare_run_dir(run_dir: Path) -> str | None:
+    """Start from an empty run directory; only ever delete one this example created. Returns why
+    ``run_dir`` cannot be used (one line for the user), else ``None``."""
+    if run_dir.exists() and not run_dir.is_dir():
+        return f"--run-dir {run_dir} is a file, not a folder; choose another --run-dir"
+    try:
+        if run_dir.is_dir() and any(run_dir.iterdir()):
+            if not (run_dir / MARKER).exists():
+                return (
+                    f"--run-dir {run_dir} exists and was not made by this example (it deletes only "
+                    "folders it made); choose another --run-dir"
+                )
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / MARKER).write_text("made by examples/train_tiny_gpt.py\n", encoding="utf-8")
+    except OSError as error:  # a file in the way, no permission, a read-only or virtual file system
+        return f"--run-dir {run_dir} cannot be used: {error.strerror or error}; choose a folder you can write"
+    return None
 
 
 def run_child(argv: list[str]) -> tuple[int, str]:
@@ -340,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     except LightspeedError as error:  # missing, or installed but broken: one line, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
-    prepare_run_dir(args.run_dir)
+    problem = prepare_run_dir(args.run_dir)
+    if problem is not None:
+        print(f"{Path(__file__).name}: error: {problem}", file=sys.stderr)
+        return 2
     first, last_line = run_child(raw)
     if first == 0:
         print("error: the first segment should have been killed, it exited with 0", file=sys.stderr)

@@ -19,7 +19,7 @@ from lightspeed.cli.options import ROWS
 from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
 from lightspeed.files import write_output_text
-from lightspeed.records import to_jsonable
+from lightspeed.records import JsonDict, to_jsonable
 from lightspeed.report import records_csv, render_push, render_run, render_runs
 from lightspeed.store import (
     PushResult,
@@ -109,9 +109,11 @@ MAX_LISTED: Final = 5
 
 def _select(
     run_ids: tuple[str, ...], kind: str | None, name: str | None, where: tuple[str, ...]
-) -> list[StoredRecord]:
-    """The records export writes. A --kind that a run named is not of, or a --name that no record
-    of the selection has, is refused (as push refuses them), not exported as an empty list."""
+) -> tuple[list[StoredRecord], list[str]]:
+    """The records export writes, and the ids of the runs named that are incomplete (their writer
+    has not finished them: the records are those written so far; without RUN_IDs only complete
+    runs are exported). A --kind that a run named is not of, or a --name that no record of the
+    selection has, is refused (as push refuses them), not exported as an empty list."""
     conditions = parse_conditions(where)
     with open_store(create=False) as store:
         if not run_ids:
@@ -122,7 +124,7 @@ def _select(
                     f"no complete run{of_kind} in {store.location} has a record named {name!r}; "
                     "'lightspeed results show RUN' lists a run's record names"
                 )
-            return selected
+            return selected, []
         runs = [store.run(run_id) for run_id in run_ids]
         _refuse_other_kind(runs, kind)
         selected = []
@@ -132,7 +134,7 @@ def _select(
             )
         if name is not None and not selected:
             _refuse_unknown_name(store, runs, name)
-        return selected
+        return selected, [run.run_id for run in runs if not run.complete]
 
 
 def _refuse_other_kind(runs: list[RunSummary], kind: str | None) -> None:
@@ -193,16 +195,35 @@ def export(
     """Export records of the given runs (default: every complete run) as JSON or CSV."""
     if as_json and as_csv:
         raise UserInputError("choose one of --json and --csv")
-    records = _select(run_ids, kind, name, where)
+    records, incomplete = _select(run_ids, kind, name, where)
     if as_csv:
         text = records_csv(records)
     else:
-        text = json.dumps(to_jsonable(records), indent=2, allow_nan=False) + "\n"
+        text = json.dumps(_exported(records, incomplete), indent=2, allow_nan=False) + "\n"
+    _note_incomplete(incomplete, as_csv=as_csv)
     if output is None:
         click.echo(text, nl=False)
         return
     write_output_text(output, text, what="records", example="results.json")
     click.echo(f"wrote {len(records)} records to {output}", err=True)
+
+
+def _exported(records: list[StoredRecord], incomplete: list[str]) -> list[JsonDict]:
+    """The records as JSON, each with ``run_complete``: false for a run its writer has not finished,
+    which the regression gate refuses to judge, as it refuses ``run:ID`` of that run."""
+    unfinished = set(incomplete)
+    return [{**to_jsonable(record), "run_complete": record.run_id not in unfinished} for record in records]
+
+
+def _note_incomplete(incomplete: list[str], *, as_csv: bool) -> None:
+    """Say on stderr that an exported run is not finished: its records may be only a part of it."""
+    marked = "" if as_csv else ", marked \"run_complete\": false, which 'lightspeed compare' refuses"
+    for run_id in incomplete:
+        click.echo(
+            f"lightspeed: note: run {run_id} is incomplete (its writer has not finished it, or crashed): "
+            f"the export holds only the records written so far{marked}",
+            err=True,
+        )
 
 
 @command.command("push")

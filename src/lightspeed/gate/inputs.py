@@ -152,8 +152,26 @@ def _exported_samples(items: Sequence[Any], path: Path) -> tuple[MetricSamples, 
             "another and does not pool runs",
             fix=f"export one run ('lightspeed results export {runs[-1]} --json > FILE'), or compare run:ID",
         )
+    _refuse_incomplete_export(items, path, runs[0])
     return samples_from_records(
         records, source=f"{path} (run {runs[0]})", environment=tuple(dict.fromkeys(environment))
+    )
+
+
+def _refuse_incomplete_export(items: Sequence[Mapping[str, Any]], path: Path, run_id: str) -> None:
+    """An export of a run its writer had not finished (``"run_complete": false``) is refused as
+    ``run:ID`` of that run is: its records may be only a part of the run. Exports written before
+    the key existed carry none and are read as before."""
+    if all(item.get("run_complete", True) is True for item in items):
+        return
+    raise DataFileError(
+        path,
+        f"the export of run {run_id} is incomplete: its writer had not finished the run when it was "
+        "exported, so its records may be only a part of the run",
+        field="run_complete",
+        value=False,
+        fix=f"export run {run_id} again once it is complete ('lightspeed results list' lists complete "
+        "runs), or compare a complete run",
     )
 
 
@@ -187,6 +205,14 @@ def _exported_record(item: object, path: Path, where: str) -> NewRecord:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise DataFileError(
             path, f"entry {where} needs a number or null", field="value", value=value, fix=fix
+        )
+    if not isinstance(item.get("run_complete", True), bool):
+        raise DataFileError(
+            path,
+            f"entry {where} needs true or false",
+            field="run_complete",
+            value=item["run_complete"],
+            fix=fix,
         )
     try:
         return NewRecord(

@@ -24,6 +24,7 @@ checkpoint.
 from __future__ import annotations
 
 import atexit
+import bisect
 import math
 import numbers
 import os
@@ -89,18 +90,24 @@ class _Span:
         self._start_ns = 0
 
     def __enter__(self) -> _Span:
+        if self._phase == "step":
+            self._tracker._open_step(self._step)
         self._start_ns = _clock()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._sync and kind is None:
-            self._tracker.synchronize()
-        end_ns = _clock()
         tracker = self._tracker
         if self._phase == "step":
+            tracker._step_open = None
+        if self._sync and kind is None:
+            tracker.synchronize()
+        end_ns = _clock()
+        if self._phase == "step":
             tracker._next_step = self._step + 1
+            if kind is None:  # a step that raised may run again under its index (as the reader reads it)
+                tracker._logged_steps.add(self._step)
             event: tuple[Any, ...] = (
                 "step",
                 self._step,
@@ -115,6 +122,50 @@ class _Span:
             tracker._append(("phase", self._phase, self._name, self._step, self._start_ns, end_ns))
             if self._phase in FLUSH_PHASES:
                 tracker._writer.request_flush()
+
+
+class _StepIndices:
+    """A set of step indices kept as sorted, disjoint ranges ``[start, end)``: the million steps of
+    a long run counted on from 0 are one range, not a million ints held in the training process.
+
+    >>> indices = _StepIndices()
+    >>> for index in (0, 1, 2, 7):
+    ...     indices.add(index)
+    >>> (2 in indices, 3 in indices, 7 in indices), indices.ranges()
+    ((True, False, True), [(0, 3), (7, 8)])
+    """
+
+    __slots__ = ("_ends", "_starts")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def __contains__(self, index: int) -> bool:
+        position = bisect.bisect_right(self._starts, index) - 1  # the range starting at or before it
+        return position >= 0 and index < self._ends[position]
+
+    def add(self, index: int) -> None:
+        """Add ``index``, joining the ranges it touches."""
+        position = bisect.bisect_right(self._starts, index) - 1
+        if position >= 0 and index < self._ends[position]:
+            return
+        joins_left = position >= 0 and self._ends[position] == index
+        joins_right = position + 1 < len(self._starts) and self._starts[position + 1] == index + 1
+        if joins_left and joins_right:
+            self._ends[position] = self._ends.pop(position + 1)
+            del self._starts[position + 1]
+        elif joins_left:
+            self._ends[position] = index + 1
+        elif joins_right:
+            self._starts[position + 1] = index
+        else:
+            self._starts.insert(position + 1, index)
+            self._ends.insert(position + 1, index + 1)
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """The ranges ``(start, end)``, end excluded, in order."""
+        return list(zip(self._starts, self._ends, strict=True))
 
 
 ItemT = TypeVar("ItemT")
@@ -184,6 +235,8 @@ class Tracker:
         self.segment_id = uuid.uuid4().hex[:12]
         self._synchronize = synchronize
         self._next_step = 0
+        self._logged_steps = _StepIndices()  # steps this segment logged without error: each only once
+        self._step_open: int | None = None  # the index of the step whose ``with`` block is running
         self._closed = False
         # the latest end a caller stamped (record_step/record_phase): job_end is never before it
         self._latest_end_ns = 0
@@ -258,6 +311,9 @@ class Tracker:
         done, pass ``step=n`` (or call :meth:`set_step`); steps that a later
         segment runs again are counted as wasted progress. ``sync=True`` waits
         for the device (``torch.cuda.synchronize``) before taking the end time.
+        Entering a step inside another step's block, or one whose index this
+        segment already logged (a step that raised may run again), raises
+        :class:`UserInputError` before the block runs: the log stays readable.
         """
         index = self._next_step if step is None else step
         self._check_step(index, tokens=tokens, samples=samples)
@@ -320,6 +376,8 @@ class Tracker:
         index = self._next_step if step is None else step
         self._check_step(index, tokens=tokens, samples=samples)
         _check_stamps(start_ns, end_ns)
+        self._check_step_free(index, call="record_step()")
+        self._logged_steps.add(index)
         self._next_step = index + 1
         self._latest_end_ns = max(self._latest_end_ns, end_ns)
         self._append(("step", index, start_ns, end_ns, tokens, samples, False))
@@ -385,6 +443,28 @@ class Tracker:
             raise UserInputError(
                 f"{call} after the tracker was closed: its job end is written, so the event would be lost; "
                 "open a new Tracker for a new job segment"
+            )
+
+    def _open_step(self, index: int) -> None:
+        """Refuse, before its block runs, a step that would make the log unreadable; else mark it open."""
+        self._check_step_free(index, call="tracker.step()")
+        self._step_open = index
+
+    def _check_step_free(self, index: int, *, call: str) -> None:
+        """Refuse a step inside another step's block and an index this segment already logged: the
+        reader refuses a segment that logs one step index twice, so the whole run would have no ledger."""
+        if self._step_open is not None:
+            raise UserInputError(
+                f"{call} (step {index}) inside the block of step {self._step_open}: steps do not nest, "
+                "each optimizer step is timed once, by one block; remove the inner tracker.step() (a helper "
+                "called inside a step must not open one)"
+            )
+        if index in self._logged_steps:
+            raise UserInputError(
+                f"{call}: step {index} is already logged in this job segment and one segment logs each "
+                "step index once; leave step= out to count steps on (or give each step its own index); "
+                "to run steps again after restoring a checkpoint, close this Tracker and open a new one "
+                "on the same run_dir (a new segment)"
             )
 
     def _check_step(self, index: int, *, tokens: float, samples: float) -> None:
