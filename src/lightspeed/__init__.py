@@ -91,5 +91,16 @@ __all__ = [
     "simulate",
 ]
 
+
+def _public_dir() -> list[str]:
+    """``dir(lightspeed)``: the curated names and the subpackages, not this module's own imports
+    (``logging``, ``attach``, ``TYPE_CHECKING``)."""
+    import pkgutil
+
+    subpackages = (module.name for module in pkgutil.iter_modules(__path__) if module.ispkg)
+    return sorted({*__all__, *(name for name in subpackages if not name.startswith("_"))})
+
+
 if not TYPE_CHECKING:
-    __getattr__, __dir__ = attach(__name__, __file__)
+    __getattr__ = attach(__name__, __file__)[0]
+    __dir__ = _public_dir

@@ -52,8 +52,8 @@ from lightspeed.sol.infer import (
     search_draft_depths,
     search_inference,
 )
+from lightspeed.sol.infer.search import serving_precision
 from lightspeed.sol.serving_config import ServingConfig, ServingJob, ServingSearchConfig
-from lightspeed.sol.systems import auto_precision
 from lightspeed.sol.train import (
     SearchResult,
     TrainingEstimate,
@@ -300,17 +300,9 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
 
 def _precision(precision: str, cluster: Cluster, model: TransformerSpec) -> str:
     """A serving job's weight format: as given, ``auto`` the narrowest the GPU computes in,
-    ``released`` the format ``model``'s checkpoint is published in."""
-    if precision == "released":
-        LOG.info("precision released: %s (the format %s is published in)", model.release_format, model.name)
-        return model.release_format
-    if precision != "auto":
-        return precision
-    chosen = auto_precision(cluster)
-    LOG.info(
-        "precision auto: %s (the narrowest format %s computes in)", chosen, cluster.system.accelerator.name
-    )
-    return chosen
+    ``released`` the format ``model``'s checkpoint is published in
+    (:func:`~lightspeed.sol.infer.search.serving_precision`, the rule the Python API follows)."""
+    return serving_precision(precision, model=model, cluster=cluster)
 
 
 @dataclass(frozen=True)

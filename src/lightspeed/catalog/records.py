@@ -19,6 +19,7 @@ from typing import Final
 
 from lightspeed.datafile import Source
 from lightspeed.errors import UnsupportedError
+from lightspeed.limits import check_kind
 from lightspeed.records import Record
 from lightspeed.units import compute_precision
 
@@ -198,6 +199,7 @@ class Accelerator(Record):
 
         Raises :class:`UnsupportedError` when the device has no such row.
         """
+        check_kind("precision", precision, str, "a format such as 'bf16' or 'fp8'", what="text")
         row = compute_precision(precision)
         figure = self.compute.get(row)
         if figure is None:

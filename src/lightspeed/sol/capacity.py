@@ -265,10 +265,12 @@ def plan_memory(
     """Bytes of ``model``'s state and the GPUs (of ``accelerator`` or ``system``) that hold it.
 
     ``precision`` is the weights' storage precision, or with ``training`` the
-    precision the run computes in: 16 bits and wider store weights and
-    gradients in it, while an 8- or 4-bit run (fp8, mxfp8, nvfp4, mxfp4) keeps
-    16-bit weights, a low-precision copy and FP32 gradients as ``plan train``
-    does. ``gradient_precision`` overrides the gradients' storage;
+    precision the run computes in: 16 bits and wider store the weights in it,
+    while an 8- or 4-bit run (fp8, mxfp8, nvfp4, mxfp4) keeps 16-bit weights and
+    a low-precision copy; either keeps FP32 gradients (the main gradients ``plan
+    train`` counts; FP64 weights keep FP64 ones). So BF16 with Adam holds
+    2 (weights) + 4 (gradients) + 4 (FP32 master) + 8 (two FP32 moments) = 18 bytes
+    per parameter. ``gradient_precision`` overrides the gradients' storage;
     ``master_weights`` (FP32 copy) defaults to on below FP32. GPUs are counted
     at usable memory, what the driver reports. ``gpus_per_node`` applies to a
     bare ``accelerator``; a ``system`` brings its own count.
@@ -276,6 +278,8 @@ def plan_memory(
     >>> from lightspeed.workload import load_models
     >>> plan_memory(model=load_models().get("dense-100t"), precision="bf16").total_bytes / 1e12  # TB
     200.041174925312
+    >>> plan_memory(model=load_models().get("llama-3-8b"), precision="bf16", training=True).bytes_per_param
+    18.0
     >>> plan_memory(model=load_models().get("llama-3-8b"), precision="fp8", training=True).bytes_per_param
     19.0
     """

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import UserInputError
+from lightspeed.limits import check_kind
 from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -29,14 +30,13 @@ from lightspeed.sol.infer.estimate import InferenceEstimate
 from lightspeed.sol.infer.estimate_notes import part_text
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
 from lightspeed.sol.infer.plan import PLAN_FAMILIES
-from lightspeed.sol.infer.search import search_inference
+from lightspeed.sol.infer.search import auto_precision, search_inference, serving_precision
 from lightspeed.sol.train.result import TrainingEstimate, part_label
 from lightspeed.sol.train.search import search_training
 from lightspeed.units import format_bytes_per_s
 from lightspeed.workload import TransformerSpec
 
 WORKLOADS = ("train", "infer")
-AUTO_PRECISIONS = ("nvfp4", "fp8", "bf16", "fp16")
 SMALL_MESSAGE_BYTES = 8.0
 LARGE_MESSAGE_BYTES = 2.0**30
 _TRAIN_COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
@@ -169,22 +169,6 @@ def topology_limits(cluster: Cluster, efficiency: EfficiencyModel | None = None)
         scale_out_bytes_per_s=out.bandwidth_per_gpu_bytes_per_s if out is not None else None,
         rules=tuple(rules),
     )
-
-
-def auto_precision(cluster: Cluster) -> str:
-    """The narrowest format the GPU has tensor cores for: NVFP4, FP8, else BF16/FP16.
-
-    >>> from lightspeed.catalog import load_catalog
-    >>> catalog = load_catalog()
-    >>> auto_precision(catalog.cluster("gb200-nvl72")), auto_precision(catalog.cluster("dgx-a100"))
-    ('nvfp4', 'bf16')
-    """
-    compute = cluster.system.accelerator.compute
-    for precision in AUTO_PRECISIONS:
-        row = "fp4" if precision == "nvfp4" else precision
-        if row in compute:
-            return precision
-    return "fp32"
 
 
 def _shares(
@@ -398,9 +382,10 @@ def compare_systems(
     """The best plan of ``workload`` for ``model`` on each cluster (see the module docstring).
 
     ``precisions`` gives one format per cluster, or one for all, or ``auto``
-    (the narrowest the GPU computes in); empty means bf16 for training and auto
-    for inference. ``options``: training ``global_batch`` and ``seq_len``;
-    inference ``load`` (a :class:`ServingLoad`), ``max_ttft_s``, ``max_tpot_s``,
+    (the narrowest the GPU computes in), or for inference ``released`` (the format the
+    model is published in); empty means bf16 for training and auto for inference.
+    ``options``: training ``global_batch`` and ``seq_len`` (both required);
+    inference ``load`` (a :class:`ServingLoad`, required), ``max_ttft_s``, ``max_tpot_s``,
     ``disaggregated``, ``plan_family`` (``tp-ep-pp`` or ``wide-ep``) and
     ``num_gpus`` (part of a single-node system); either workload ``expert_balance`` (an
     :class:`~lightspeed.moe.effect.ExpertLoadBalance` of a measured expert load).
@@ -415,15 +400,10 @@ def compare_systems(
     >>> [result.precision for result in comparison.results], comparison.per_gpu_ratio[1] > 1
     (['fp8', 'nvfp4'], True)
     """
-    if workload not in WORKLOADS:
-        raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
-    if not clusters:
-        raise UserInputError("name at least one system to compare")
-    settings = dict(options or {})
+    _check_arguments(model, clusters, workload)
+    chosen = _precisions(precisions, clusters, workload, model)
+    settings = _checked_options(workload, options)
     family = settings.get("plan_family", "wide-ep")
-    if family not in PLAN_FAMILIES:
-        raise UserInputError(f"plan family {family!r} is not one of {', '.join(PLAN_FAMILIES)}")
-    chosen = _precisions(precisions, clusters, workload)
     results = []
     for cluster, precision in zip(clusters, chosen, strict=True):
         build = _train_result if workload == "train" else best_infer_result
@@ -438,7 +418,60 @@ def compare_systems(
     )
 
 
-def _precisions(precisions: Sequence[str], clusters: Sequence[Cluster], workload: str) -> list[str]:
+# what each workload's options must hold, with an example of each (compare_systems' docstring)
+_REQUIRED_OPTIONS: dict[str, dict[str, str]] = {
+    "train": {"global_batch": "256 (sequences per step)", "seq_len": "4096 (tokens)"},
+    "infer": {"load": "ServingLoad(input_tokens=1024, output_tokens=128)"},
+}
+_OTHER_OPTIONS = ("max_ttft_s", "max_tpot_s", "disaggregated", "plan_family", "num_gpus", "expert_balance")
+_CLUSTERS_EXAMPLE = "[lightspeed.cluster('dgx-h100'), lightspeed.cluster('dgx-b200')]"
+
+
+def _check_arguments(model: object, clusters: object, workload: object) -> None:
+    """Refuse arguments :func:`compare_systems` does not take with :class:`UserInputError` naming
+    the argument and what to pass (a system's name where its cluster belongs, say)."""
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
+    if isinstance(clusters, (str, Cluster)) or not isinstance(clusters, Sequence):
+        raise UserInputError(
+            f"clusters must be a list of clusters ({_CLUSTERS_EXAMPLE}), not the {type(clusters).__name__} "
+            f"{clusters!r:.60}"
+        )
+    for cluster in clusters:
+        check_kind("each of clusters", cluster, Cluster, _CLUSTERS_EXAMPLE, what="a cluster")
+    if not clusters:
+        raise UserInputError("name at least one system to compare")
+    if workload not in WORKLOADS:
+        raise UserInputError(f"workload {workload!r} is not one of {', '.join(WORKLOADS)}")
+
+
+def _checked_options(workload: str, options: object) -> JsonDict:
+    """``options`` (a dict or ``None``) when they hold what ``workload`` needs and no key either
+    workload does not read (a typo such as ``lod`` is named, not dropped)."""
+    if options is not None and not isinstance(options, dict):
+        raise UserInputError(
+            f"options must be a dict (e.g. {{'seq_len': 4096}}), not the {type(options).__name__}"
+        )
+    settings = dict(options or {})
+    required = _REQUIRED_OPTIONS[workload]
+    every = {*_REQUIRED_OPTIONS["train"], *_REQUIRED_OPTIONS["infer"], *_OTHER_OPTIONS}
+    unknown = sorted(key for key in settings if key not in every)
+    if unknown:
+        listed = ", ".join((*required, *_OTHER_OPTIONS))
+        raise UserInputError(
+            f"compare_systems has no option {unknown[0]!r}; the {workload} options: {listed}"
+        )
+    for key, example in required.items():
+        if settings.get(key) is None:
+            raise UserInputError(f"workload {workload!r} needs options[{key!r}], e.g. {example}")
+    family = settings.get("plan_family", "wide-ep")
+    if family not in PLAN_FAMILIES:
+        raise UserInputError(f"plan family {family!r} is not one of {', '.join(PLAN_FAMILIES)}")
+    return settings
+
+
+def _precisions(
+    precisions: Sequence[str], clusters: Sequence[Cluster], workload: str, model: TransformerSpec
+) -> list[str]:
     values = list(precisions) or ["bf16" if workload == "train" else "auto"]
     if len(values) == 1:
         values = values * len(clusters)
@@ -446,6 +479,11 @@ def _precisions(precisions: Sequence[str], clusters: Sequence[Cluster], workload
         raise UserInputError(
             f"{len(values)} precisions for {len(clusters)} systems; give one for all or one per system"
         )
+    if workload == "infer":  # released or auto, as --precision reads them
+        return [
+            serving_precision(value, model=model, cluster=cluster)
+            for value, cluster in zip(values, clusters, strict=True)
+        ]
     return [
         auto_precision(cluster) if value == "auto" else value
         for value, cluster in zip(values, clusters, strict=True)

@@ -20,6 +20,7 @@ The serving engine's twin of :mod:`lightspeed.sol.train.search` (the same concep
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -30,7 +31,7 @@ import numpy as np
 from lightspeed import limits
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
-from lightspeed.limits import MAX_ACCELERATORS, MAX_DURATION_S, check_number, check_whole
+from lightspeed.limits import MAX_ACCELERATORS, MAX_DURATION_S, check_kind, check_number, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.experts import ExpertBalance
@@ -61,6 +62,11 @@ from lightspeed.sol.infer.serving import (
 )
 from lightspeed.units import format_duration
 from lightspeed.workload import TransformerSpec, check_context, kv_bytes_per_token_at
+
+LOG = logging.getLogger(__name__)
+
+# the formats ``auto`` picks from, narrowest first: the first the GPU has tensor cores for
+AUTO_PRECISIONS: Final = ("nvfp4", "fp8", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -544,6 +550,53 @@ def _partial_nodes_message(cluster: Cluster, num_gpus: int) -> str:
     )
 
 
+def auto_precision(cluster: Cluster) -> str:
+    """The narrowest format the GPU has tensor cores for: NVFP4, FP8, else BF16/FP16.
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> auto_precision(catalog.cluster("gb200-nvl72")), auto_precision(catalog.cluster("dgx-a100"))
+    ('nvfp4', 'bf16')
+    """
+    compute = cluster.system.accelerator.compute
+    for precision in AUTO_PRECISIONS:
+        row = "fp4" if precision == "nvfp4" else precision
+        if row in compute:
+            return precision
+    return "fp32"
+
+
+def serving_precision(precision: str, *, model: TransformerSpec, cluster: Cluster) -> str:
+    """A serving weight format as ``--precision`` reads it: a format as given; ``released`` the
+    format ``model``'s checkpoint is published in (the CLI's default, ``TransformerSpec.release_format``);
+    ``auto`` the narrowest the GPU computes in (:func:`auto_precision`).
+
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.workload import load_models
+    >>> serving_precision("released", model=load_models().get("gpt-oss-120b"),
+    ...                   cluster=load_catalog().cluster("dgx-h100"))
+    'mxfp4'
+    """
+    check_kind("precision", precision, str, "a format such as 'fp8', or 'released' or 'auto'", what="text")
+    if precision == "released":
+        LOG.info("precision released: %s (the format %s is published in)", model.release_format, model.name)
+        return model.release_format
+    if precision != "auto":
+        return precision
+    chosen = auto_precision(cluster)
+    LOG.info(
+        "precision auto: %s (the narrowest format %s computes in)", chosen, cluster.system.accelerator.name
+    )
+    return chosen
+
+
+def _check_kinds(model: object, cluster: object, load: object) -> None:
+    """Refuse a name where the search takes the model or cluster itself, or a load that is none."""
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
+    check_kind("cluster", cluster, Cluster, "lightspeed.cluster('dgx-h100', num_gpus=8)")
+    check_kind("load", load, ServingLoad, "lightspeed.ServingLoad(input_tokens=1024, output_tokens=128)")
+
+
 def _check_bounds(
     *, max_ttft_s: float | None, max_tpot_s: float | None, max_tp: int | None, num_gpus: int | None
 ) -> None:
@@ -562,7 +615,7 @@ def search_inference(
     model: TransformerSpec,
     cluster: Cluster,
     load: ServingLoad,
-    precision: str = "bf16",
+    precision: str = "released",
     max_ttft_s: float | None = None,
     max_tpot_s: float | None = None,
     efficiency: EfficiencyModel | None = None,
@@ -583,7 +636,9 @@ def search_inference(
     scale-up domain) and every batch up to its KV-cache limit is tried, with
     prefill/decode pool splits too when ``disaggregated`` and attention data
     parallelism for MoE models when ``attention_dp``. ``num_gpus`` uses part of a
-    single-node cluster (default: every GPU). ``expert_balance`` gives each shape the
+    single-node cluster (default: every GPU). ``precision`` is the weight format, or ``released``
+    (the default, as the CLI's: the format the model is published in) or ``auto``
+    (:func:`serving_precision`). ``expert_balance`` gives each shape the
     expert imbalance of its EP layout and its redundant experts. ``serving`` names the server
     profile (``sol/data/stacks.toml``, default the current TensorRT-LLM); ``attention_weights`` the
     attention projections' format (default: as :class:`InferencePlan`); ``effective_bits`` a
@@ -601,7 +656,9 @@ def search_inference(
     True
     """
     started = time.perf_counter()
+    _check_kinds(model, cluster, load)
     _check_bounds(max_ttft_s=max_ttft_s, max_tpot_s=max_tpot_s, max_tp=max_tp, num_gpus=num_gpus)
+    precision = serving_precision(precision, model=model, cluster=cluster)
     # a learned position table the requests run past is refused before the search (the best
     # deployment's estimate notes a context above the model's)
     check_context(model, load.input_tokens + load.output_tokens, what="isl+osl")
@@ -772,12 +829,15 @@ def _merged_frontier(points: list[FrontierPoint], limit: int) -> tuple[FrontierP
 
 
 __all__ = [
+    "AUTO_PRECISIONS",
     "MAX_SEARCHED_DRAFT_TOKENS",
     "DraftDepth",
     "FrontierPoint",
     "InferenceSearchResult",
+    "auto_precision",
     "pareto_front",
     "prefill_front",
     "search_draft_depths",
     "search_inference",
+    "serving_precision",
 ]

@@ -39,6 +39,7 @@ from typing import Any, Final
 import numpy as np
 
 from lightspeed.errors import UserInputError
+from lightspeed.limits import check_kind, check_number
 from lightspeed.records import JsonDict, Record
 
 Array = Any
@@ -119,10 +120,15 @@ class ServiceLevel(Record):
         if self.ttft_s is None and self.tpot_s is None:
             raise UserInputError("an SLO needs a TTFT or a TPOT limit (e.g. ttft=2s,tpot=50ms)")
         for label, value in (("TTFT", self.ttft_s), ("TPOT", self.tpot_s)):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UserInputError(f"the {label} limit must be a finite time above 0 (got {value})")
-        if not 0.0 < self.attainment <= 1.0:
-            raise UserInputError(f"SLO attainment {self.attainment} must be in (0, 1]")
+            if value is not None:
+                check_number(f"the {label} limit {label.lower()}_s (seconds)", value, above=0.0)
+        check_number(
+            "the SLO attainment (the share of requests that must meet it)",
+            self.attainment,
+            above=0.0,
+            maximum=1.0,
+        )
+        check_kind("per_limit", self.per_limit, bool, "True or False")
 
     def describe(self) -> str:
         """``TTFT <= 2 s, TPOT <= 50 ms for 90% of requests`` (``..., each for 99% of requests``

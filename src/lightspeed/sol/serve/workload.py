@@ -42,7 +42,7 @@ import numpy as np
 from lightspeed.datafile import check_nesting, read_text
 from lightspeed.errors import DataFileError, UserInputError
 from lightspeed.files import excerpt
-from lightspeed.limits import Bounds, check_whole
+from lightspeed.limits import Bounds, check_kind, check_number, check_whole
 from lightspeed.records import Record
 
 ARRIVAL_KINDS: Final = ("poisson", "gamma", "closed", "offline", "trace")
@@ -79,9 +79,8 @@ _MOONCAKE_CSV_FIX: Final = (
 Array = Any
 
 
-def _positive(label: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise UserInputError(f"{label} must be a finite number above 0 (got {value})")
+def _positive(label: str, value: object) -> None:
+    check_number(label, value, above=0.0)
 
 
 @dataclass(frozen=True)
@@ -99,15 +98,17 @@ class ArrivalProcess(Record):
         if self.kind in ("poisson", "gamma"):
             if self.rate_per_s is None:
                 raise UserInputError(f"{self.kind} arrivals need a rate (requests per second)")
-            _positive("arrival rate", self.rate_per_s)
+            _positive("the arrival rate rate_per_s (requests per second)", self.rate_per_s)
             if self.rate_per_s < MIN_ARRIVAL_RATE_PER_S:
                 raise UserInputError(
                     f"arrival rate {self.rate_per_s:g} per s is below one request a century "
                     f"({MIN_ARRIVAL_RATE_PER_S:.3g} per s): its requests would arrive past any horizon"
                 )
-        _positive("coefficient of variation", self.cv)
-        if self.kind == "closed" and (self.concurrency is None or self.concurrency < 1):
-            raise UserInputError("closed-loop arrivals need a concurrency of at least 1")
+        _positive("the coefficient of variation cv", self.cv)
+        if self.kind == "closed":
+            if self.concurrency is None:
+                raise UserInputError("closed-loop arrivals need a concurrency of at least 1")
+            check_whole("concurrency (closed-loop users, each with one request in flight)", self.concurrency)
 
     @classmethod
     def poisson(cls, rate_per_s: float) -> ArrivalProcess:
@@ -357,6 +358,7 @@ class ServingWorkload(Record):
     warmup_requests: int = 0
 
     def __post_init__(self) -> None:
+        self._check_kinds()
         # the bounds of --requests and --warmup (docs/limits.md)
         check_whole("num_requests", self.num_requests, maximum=MAX_TRACE_REQUESTS)
         check_whole("warmup_requests", self.warmup_requests, minimum=0, maximum=MAX_TRACE_REQUESTS)
@@ -374,6 +376,23 @@ class ServingWorkload(Record):
                 f"--warmup {self.warmup_requests} must leave requests to measure: give fewer than "
                 f"{simulated} (warmup_requests below num_requests from Python)"
             )
+
+    def _check_kinds(self) -> None:
+        """Refuse a field of another kind (a number where a distribution belongs, ``None``) at once,
+        not when a simulation draws from it."""
+        check_kind(
+            "arrivals",
+            self.arrivals,
+            ArrivalProcess,
+            "lightspeed.ArrivalProcess.poisson(4.0)",
+            what="an ArrivalProcess",
+        )
+        for label in ("input_lengths", "output_lengths"):
+            check_kind(
+                label, getattr(self, label), LengthDistribution, "lightspeed.LengthDistribution.fixed(1024)"
+            )
+        check_kind("trace", self.trace, (RequestTrace, type(None)), "load_request_trace(path), or None")
+        check_kind("name", self.name, str, "a label such as 'chat'", what="text")
 
     @property
     def num_simulated(self) -> int:

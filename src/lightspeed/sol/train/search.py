@@ -21,7 +21,7 @@ import numpy as np
 
 from lightspeed.catalog import Cluster
 from lightspeed.errors import InvalidPlanError, PlanDoesNotFitError
-from lightspeed.limits import MAX_ROWS, check_whole
+from lightspeed.limits import MAX_ROWS, MAX_SEQ_LEN, MAX_SEQUENCES, check_kind, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
@@ -601,6 +601,12 @@ def search_training(
     :func:`default_schedules` of the stack.
     """
     started = time.perf_counter()
+    check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
+    check_kind("cluster", cluster, Cluster, "lightspeed.cluster('dgx-h100', num_gpus=8)")
+    global_batch_size = check_whole(
+        "global_batch_size", global_batch_size, maximum=MAX_SEQUENCES, error=InvalidPlanError
+    )
+    seq_len = check_whole("seq_len", seq_len, maximum=MAX_SEQ_LEN, error=InvalidPlanError)
     check_whole("top", top, maximum=MAX_ROWS, error=InvalidPlanError)
     context = check_context(model, seq_len)  # a learned position table cannot run past its end
     num_gpus = _searched_gpus(cluster, num_gpus)
