@@ -48,7 +48,7 @@ from lightspeed.errors import UnsupportedError
 from lightspeed.records import Record
 from lightspeed.sol.core import collectives
 from lightspeed.sol.core.efficiency import EfficiencyModel
-from lightspeed.sol.core.experts import busiest_rank_touched, expert_nodes, node_dedupe_scale
+from lightspeed.sol.core.experts import busiest_rank_experts, expert_nodes, node_dedupe_scale
 from lightspeed.sol.core.hardware import Hardware
 from lightspeed.sol.core.roofline import (
     KERNELS_PER_DENSE_LAYER_FORWARD,
@@ -516,17 +516,17 @@ def _expert_part(
 ) -> None:
     """Routed experts of one MoE layer on the busiest GPU: only the experts (replicas) the
     tokens reach are read, as many as the busiest GPU is expected to hold
-    (:func:`~lightspeed.sol.core.experts.busiest_rank_touched`: at a small batch more than the
-    mean GPU), and that GPU computes ``busiest`` (:func:`busiest_rank_imbalance`) times the mean
-    tokens per expert."""
+    (:func:`~lightspeed.sol.core.experts.busiest_rank_experts`: at a small batch more than the
+    mean GPU, more still under group-limited routing), and that GPU computes ``busiest``
+    (:func:`busiest_rank_imbalance`) times the mean tokens per expert."""
     moe = model.moe
     assert moe is not None
     experts = np.where(grid.physical_experts > 0, grid.physical_experts, float(moe.num_routed_experts))
     tokens = grid.tokens
     touched_fraction = 1.0 - (1.0 - moe.top_k / experts) ** tokens
-    # the busiest GPU's touched slots: the layer waits for it (at a small batch, more than the mean)
-    least = np.where(tokens > 0, np.ceil(moe.top_k / grid.ep), 0.0)
-    local_touched = busiest_rank_touched(np.ceil(experts / grid.ep), touched_fraction, grid.ep, least)
+    # the busiest GPU's touched slots: the layer waits for it (at a small batch, more than the mean;
+    # more still where the router reaches only some expert groups)
+    local_touched = busiest_rank_experts(moe, experts, tokens, grid.ep)
     per_expert = tokens * moe.top_k / (experts * touched_fraction) * busiest
     expert_tp = grid.stage_gpus / grid.ep
     compute, memory = _gemms(
