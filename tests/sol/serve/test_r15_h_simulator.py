@@ -84,7 +84,10 @@ def test_a_lone_sequence_gains_nothing_from_attention_dp_balance(
     assert result.attention_dp_balance < 0.2
     assert result.attention_dp_balanced_speedup == pytest.approx(1.0)
     outcome = result.outcome
-    assert np.all(outcome.iteration_balanced_s <= outcome.iteration_s)
+    priced = np.isfinite(outcome.iteration_balanced_s)  # one iteration of several ranks in 8
+    assert priced[0]
+    assert 0 < np.count_nonzero(priced) < priced.size
+    assert np.all(outcome.iteration_balanced_s[priced] <= outcome.iteration_s[priced])
 
 
 def test_the_balanced_iteration_is_priced_by_the_iteration_cost(

@@ -46,7 +46,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -77,6 +77,11 @@ ITERATION_END, KV_ARRIVAL = 0, 1
 # preempted a handful of times at most on a loaded real server); the run stops with the reason
 # instead of simulating without end.
 MAX_PREEMPTIONS_PER_REQUEST = 100
+
+
+# The balanced attention-DP iteration is priced on one iteration of several ranks in this many (the
+# first included): the speed-up is a ratio of sums, which a regular sample of the run estimates
+BALANCE_SAMPLE_EVERY: Final = 8
 
 
 class Engine:
@@ -138,6 +143,7 @@ class Engine:
         # of the iteration being formed: its shape with the tokens spread evenly over the
         # attention-DP ranks (None with one rank; see _shape)
         self.even: tuple[int, float, float, float, float] | None = None
+        self.balance_samples = 0  # iterations of several ranks formed (see _balanced_s)
         self.chunks: list[tuple[RankState, float, float]] = []  # (rank, tokens, attended context x tokens)
 
     def _read_scheduler(self, deployment: SimulatedDeployment) -> None:
@@ -343,9 +349,7 @@ class Engine:
         # shrinks as its sequences decode), which ends a stretch anyway
         if not (self.chunks or extra_s or (replica.waiting and not replica.blocked)):
             steps, duration = self._stretch(replica, time, duration, shape)
-        balanced_s = (
-            duration if self.even is None else min(self._steps_s(replica, self.even, steps), duration)
-        )
+        balanced_s = self._balanced_s(replica, steps, duration)
         duration += extra_s
         replica.busy = True
         replica.stride = steps
@@ -356,6 +360,18 @@ class Engine:
         replica.queue_area = self._queue_area_at(time)
         self._push(time + duration, ITERATION_END, replica.index, replica.version)
         self._record(replica, time, duration, steps, balanced_s + extra_s)
+
+    def _balanced_s(self, replica: ReplicaState, steps: int, duration: float) -> float:
+        """Seconds of the iteration being formed with its tokens spread evenly (:meth:`_even_shape`):
+        its own with one rank; priced on every ``BALANCE_SAMPLE_EVERY``-th iteration of several
+        ranks, the first included, NaN on the others (each pricing may evaluate a new shape's
+        iteration cost: on every iteration it made an attention-DP run 1.75x slower)."""
+        if self.even is None:
+            return duration
+        self.balance_samples += 1
+        if (self.balance_samples - 1) % BALANCE_SAMPLE_EVERY:
+            return math.nan
+        return min(self._steps_s(replica, self.even, steps), duration)
 
     def _stretch(
         self, replica: ReplicaState, time: float, duration: float, shape: tuple[Any, ...]

@@ -203,13 +203,15 @@ class SimulationResult(Record):
 def _balanced_speedup(iteration_s: Array, balanced_s: Array) -> float:
     """What perfect attention-DP balance would gain: the iterations' seconds over their seconds
     with each one's tokens spread evenly over the ranks, priced by the iteration cost
-    (``EngineOutput.iteration_balanced_s``; 1 for no iterations or a balanced run).
+    (``EngineOutput.iteration_balanced_s``, priced on a regular sample of the iterations: NaN on
+    the others, left out of both sums; 1 for no iterations or a balanced run).
 
-    >>> _balanced_speedup(np.array([1.0, 1.0]), np.array([1.0, 0.5]))
+    >>> _balanced_speedup(np.array([1.0, 1.0, 3.0]), np.array([1.0, 0.5, np.nan]))
     1.3333333333333333
     """
-    balanced = float(np.sum(balanced_s))
-    return float(np.sum(iteration_s)) / balanced if balanced > 0 else 1.0
+    priced = np.isfinite(balanced_s)
+    balanced = float(np.sum(balanced_s[priced]))
+    return float(np.sum(iteration_s[priced])) / balanced if balanced > 0 else 1.0
 
 
 def _check_fits(deployment: SimulatedDeployment, requests: Requests) -> None:
