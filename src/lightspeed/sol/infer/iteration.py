@@ -10,7 +10,8 @@ Every operation sits on the same roofline as training,
 
 * **GEMMs** read their weights once per iteration in the weight format (block or
   group scales included; a published checkpoint's own groups, and the layers it keeps
-  16-bit in 16 bits: :func:`~lightspeed.sol.infer.checkpoints.as_published`) and
+  16-bit in 16 bits, as :func:`~lightspeed.sol.infer.inference_hardware.inference_hardware_for`
+  applies :func:`~lightspeed.sol.infer.checkpoints.as_published`) and
   multiply every token of the iteration; with few tokens they are bound by the
   weight reads, with many by the tensor cores.
 * **MoE layers** read only the experts the iteration's tokens reach: with ``T``
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,6 @@ from lightspeed.sol.core.roofline import (
 from lightspeed.sol.core.routing import balanced_placement, routing_factors
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.infer.checkpoints import as_published
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.per_gpu import (
     inference_local_dims,
@@ -190,16 +190,6 @@ class _Acc:
 
     def scaled(self, factor: Array) -> dict[str, Array]:
         return {name: value * factor for name, value in self.parts.items()}
-
-
-def _as_published(inference_hardware: InferenceHardware, model: TransformerSpec) -> InferenceHardware:
-    """``inference_hardware`` with the formats of ``model``'s published checkpoint in its weight
-    format (:func:`~lightspeed.sol.infer.checkpoints.as_published`: its scale groups, the layers it
-    keeps as its attention projections)."""
-    precisions = as_published(inference_hardware.precisions, model.name)
-    if precisions == inference_hardware.precisions:
-        return inference_hardware
-    return replace(inference_hardware, precisions=precisions)
 
 
 def _gemms(
@@ -571,7 +561,6 @@ def routed_experts_time_s(
     (routing, permutation, grouped GEMMs, finalize). For comparing the engine with published MoE
     kernel benchmarks (``benchmarks/kernel_anchors.py``)."""
     acc = _Acc(inference_hardware.gemm_model)
-    inference_hardware = _as_published(inference_hardware, model)
     _expert_part(acc, grid, model, layer_shapes(model), inference_hardware, busiest=np.asarray(1.0))
     extra_kernels = KERNELS_PER_MOE_LAYER_FORWARD - KERNELS_PER_DENSE_LAYER_FORWARD
     return sum(acc.parts.values()) + extra_kernels * inference_hardware.floors.gpu_kernel_s
@@ -589,7 +578,6 @@ def moe_layer_parts(
             f"{model.name} has no MoE layers: a dense layer has no routed experts to price"
         )
     shape = np.shape(grid.tp)
-    inference_hardware = _as_published(inference_hardware, model)
     parts = {
         name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape).copy()
         for name, value in _layer(grid, model, layer_shapes(model), inference_hardware, moe=True).items()
@@ -779,7 +767,6 @@ def iteration_cost(
 ) -> IterationCost:
     """Breakdown of one iteration of the busiest (last) stage, for every deployment in ``grid``."""
     shapes = layer_shapes(model)
-    inference_hardware = _as_published(inference_hardware, model)
     num_dense, num_moe = stage_layers(model, grid.pp)
     dense = _layer(grid, model, shapes, inference_hardware, moe=False)
     moe = _layer(grid, model, shapes, inference_hardware, moe=True) if model.moe is not None else dense

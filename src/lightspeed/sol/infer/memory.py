@@ -34,7 +34,6 @@ import numpy as np
 
 from lightspeed.sol.core.factors import powers_of_two
 from lightspeed.sol.core.shapes import LayerShapes, Linear, layer_shapes
-from lightspeed.sol.infer.checkpoints import as_published
 from lightspeed.sol.infer.inference_hardware import InferenceHardware
 from lightspeed.sol.infer.iteration import ACTIVATION_BYTES
 from lightspeed.sol.infer.per_gpu import inference_local_dims as local_dims
@@ -103,7 +102,7 @@ def stage_weight_bytes(
 ) -> Array:
     """Weight bytes on one GPU of the busiest stage (see the module docstring); with
     ``physical_experts`` > 0 the stage holds that many routed experts (replicas included)."""
-    precisions = as_published(inference_hardware.precisions, model.name)
+    precisions = inference_hardware.precisions  # as the checkpoint ships them (inference_hardware_for)
     weight = precisions.stored_bytes_per_element()
     num_dense, num_moe = stage_layers(model, pp)
     attention_share, recurrent_share, mlp_share = model.block_shares  # a hybrid's average layer
