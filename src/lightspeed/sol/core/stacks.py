@@ -116,6 +116,7 @@ class Stack(Record):
     validated_on: tuple[str, ...] = ()
     selective_recompute_modules: tuple[str, ...] = ("core_attention",)
     pipeline_schedules: tuple[str, ...] = PIPELINE_SCHEDULES
+    own_pipeline_schedule: str | None = None
 
     @property
     def group(self) -> str:
@@ -277,6 +278,11 @@ def _parse(name: str, table: Fields, contention: float) -> Stack:
         validated_on=table.strings("validated_on"),
         selective_recompute_modules=choices_of(table, "selective_recompute_modules", SELECTIVE_MODULES),
         pipeline_schedules=choices_of(table, "pipeline_schedules", PIPELINE_SCHEDULES, PIPELINE_SCHEDULES),
+        own_pipeline_schedule=(
+            table.choice("own_pipeline_schedule", PIPELINE_SCHEDULES, "pipeline schedule")
+            if "own_pipeline_schedule" in table.data
+            else None
+        ),
     )
 
 

@@ -65,9 +65,6 @@ DEFAULT_MICRO_BATCHES = (1, 2, 4, 8, 16)
 DEFAULT_VPPS = (1, 2, 3, 4, 6, 8)
 DEFAULT_CPS = (1, 2, 4, 8, 16)
 DEFAULT_ZERO_STAGES = (0, 1, 2, 3)
-# The pipeline schedule a stack's own runs use, searched beside 1F1B by default: DeepSeek-V3's
-# DualPipe (DeepSeek-V3 Technical Report, section 3.2.1).
-OWN_SCHEDULES = {"deepseek-2024": "dualpipe"}
 
 
 @dataclass(frozen=True)
@@ -145,7 +142,7 @@ def default_schedules(stack: Stack) -> tuple[str, ...]:
     >>> default_schedules(load_stack("deepseek-2024"))
     ('1f1b', 'dualpipe')
     """
-    own = OWN_SCHEDULES.get(stack.name)
+    own = stack.own_pipeline_schedule  # sol/data/stacks.toml
     return ("1f1b",) if own is None or not stack.runs_schedule(own) else ("1f1b", own)
 
 
