@@ -54,7 +54,7 @@ from lightspeed.limits import MAX_ACCELERATORS, check_kind, check_whole
 from lightspeed.records import Record
 from lightspeed.sol.core.hardware import QUANTIZED_LINEAR_ROWS
 from lightspeed.sol.core.stacks import load_stack
-from lightspeed.sol.infer.checkpoints import checkpoint_for
+from lightspeed.sol.infer.checkpoints import QuantizedCheckpoint, checkpoint_for
 from lightspeed.sol.infer.plan import kept_layers_text
 from lightspeed.sol.train.memory import check_gradient_precision, weight_copy_bytes
 from lightspeed.sol.train.plan import TRAINING_PRECISIONS, TrainingPlan
@@ -184,13 +184,20 @@ def _per_param(
     )
 
 
+def _published_format(spec: TransformerSpec, precision: str) -> tuple[QuantizedCheckpoint | None, float]:
+    """(``spec``'s published checkpoint in ``precision``, or None; bytes per weight stored in
+    ``precision``: the checkpoint's own scale groups where it has them)."""
+    checkpoint = checkpoint_for(spec.name, precision)
+    narrow = bytes_per_element(precision) if checkpoint is None else checkpoint.weight_bytes_per_element
+    return checkpoint, narrow
+
+
 def _served_weight_bytes(spec: TransformerSpec, precision: str) -> float:
     """Bytes per parameter, on average, of weights held to serve in ``precision``: below 16 bits the
     embedding table, the LM head and the norms stay in 16 bits, as the serving engine holds them
     (:func:`lightspeed.sol.infer.memory.stage_weight_bytes`; quantizers leave them so); the
     layers' matrices take ``precision`` (block scales included)."""
-    checkpoint = checkpoint_for(spec.name, precision)
-    narrow = bytes_per_element(precision) if checkpoint is None else checkpoint.weight_bytes_per_element
+    checkpoint, narrow = _published_format(spec, precision)
     if narrow >= _SIXTEEN_BIT_BYTES:
         return narrow
     counts = parameter_counts(spec)
@@ -415,8 +422,7 @@ def _assumptions(
 
 
 def _served_weights_line(model: TransformerSpec, precision: str, weights: float) -> str:
-    checkpoint = checkpoint_for(model.name, precision)
-    narrow = bytes_per_element(precision) if checkpoint is None else checkpoint.weight_bytes_per_element
+    checkpoint, narrow = _published_format(model, precision)
     if weights == narrow:
         return f"weights at {precision}: {weights:g} bytes/parameter"
     kept = "the embedding table, LM head and norms in 16 bits as served"
