@@ -3,6 +3,8 @@ is: ``results export`` says so on stderr and marks each record ``"run_complete":
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -101,3 +103,20 @@ def test_the_gate_reads_run_complete_strictly(tmp_path: Path) -> None:
         load_metric_samples(path)
     path.write_text(json.dumps([_record()]))  # written before the key existed: read as before
     assert [series.samples for series in load_metric_samples(path)] == [(1.0, 1.0, 1.0)]
+
+
+def test_csv_export_marks_each_record_with_its_run_complete(
+    run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The CSV export carries the same mark as the JSON one, so a spreadsheet of an unfinished run
+    cannot pass for a whole one: false on the unfinished run's row, true on the complete run's."""
+    store_path = tmp_path / "results.sqlite"
+    monkeypatch.setenv("LIGHTSPEED_STORE", str(store_path))
+    unfinished, complete = _runs(store_path)
+    exported = run_cli("results", "export", unfinished, complete, "--csv")
+    assert exported.code == 0, exported.err
+    rows = list(csv.DictReader(io.StringIO(exported.out)))
+    marks = [(row["run_id"], row["run_complete"]) for row in rows]
+    assert marks == [(unfinished, "false"), (complete, "true")]
+    assert f"run {unfinished} is incomplete" in exported.err
+    assert "run_complete=false" in exported.err

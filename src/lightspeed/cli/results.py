@@ -197,7 +197,7 @@ def export(
         raise UserInputError("choose one of --json and --csv")
     records, incomplete = _select(run_ids, kind, name, where)
     if as_csv:
-        text = records_csv(records)
+        text = records_csv(records, incomplete)
     else:
         text = json.dumps(_exported(records, incomplete), indent=2, allow_nan=False) + "\n"
     _note_incomplete(incomplete, as_csv=as_csv)
@@ -217,7 +217,11 @@ def _exported(records: list[StoredRecord], incomplete: list[str]) -> list[JsonDi
 
 def _note_incomplete(incomplete: list[str], *, as_csv: bool) -> None:
     """Say on stderr that an exported run is not finished: its records may be only a part of it."""
-    marked = "" if as_csv else ", marked \"run_complete\": false, which 'lightspeed compare' refuses"
+    marked = (
+        ", its rows marked run_complete=false"
+        if as_csv
+        else ", marked \"run_complete\": false, which 'lightspeed compare' refuses"
+    )
     for run_id in incomplete:
         click.echo(
             f"lightspeed: note: run {run_id} is incomplete (its writer has not finished it, or crashed): "

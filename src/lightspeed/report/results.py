@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 from lightspeed.bench import BenchResult
@@ -31,6 +31,7 @@ CSV_COLUMNS: Final = (
     "fraction_of_sol",
     "fingerprint_id",
     "payload",
+    "run_complete",
 )
 # Units of numbers without a dimension: '1' (goodput_fraction, ratios of figures), 'ratio' (shares
 # from 0 to 1, as monitor runs store them).
@@ -219,11 +220,14 @@ def _safe_cell(value: Any) -> Any:
     return value
 
 
-def records_csv(records: Sequence[StoredRecord]) -> str:
-    """Records as CSV (one row each, payload as a JSON cell; formula-like text cells quoted with ``'``)."""
+def records_csv(records: Sequence[StoredRecord], incomplete_run_ids: Collection[str] = ()) -> str:
+    """Records as CSV (one row each, payload as a JSON cell; formula-like text cells quoted with ``'``);
+    ``run_complete`` is ``false`` for a record of a run in ``incomplete_run_ids`` (its writer has not
+    finished it), as the JSON export marks it."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    unfinished = frozenset(incomplete_run_ids)
     for record in records:
         row = [
             record.record_id,
@@ -238,6 +242,7 @@ def records_csv(records: Sequence[StoredRecord]) -> str:
             "" if record.fraction_of_sol is None else record.fraction_of_sol,
             record.fingerprint_id,
             json.dumps(to_jsonable(record.stored_payload), sort_keys=True),
+            "false" if record.run_id in unfinished else "true",
         ]
         writer.writerow([_safe_cell(cell) for cell in row])
     return buffer.getvalue()
