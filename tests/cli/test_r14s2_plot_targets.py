@@ -65,3 +65,15 @@ def test_a_good_plot_target_is_left_untouched_by_the_check(tmp_path: Path) -> No
     assert check_roofline_plot(tmp_path / "r.png") == [tmp_path / "r.png"]
     assert save_latency_load_plot(None, tmp_path / "l.pdf") == [tmp_path / "l.pdf"]
     assert list(tmp_path.iterdir()) == []  # nothing written, no probe left behind
+
+
+def test_a_plot_folder_gets_png_and_svg_for_mig_and_cost_as_for_every_plot(tmp_path: Path) -> None:
+    """Every other --plot folder gets NAME.png and NAME.svg (DEFAULT_PLOT_FORMATS); the MIG layout
+    and the cost tornado wrote only a PNG there."""
+    from lightspeed.report.cost import save_tornado
+    from lightspeed.report.mig import save_mig_plot
+
+    assert save_mig_plot(None, {}, tmp_path) == [tmp_path / "mig-layout.png", tmp_path / "mig-layout.svg"]
+    assert save_tornado(None, tmp_path) == [tmp_path / "tornado.png", tmp_path / "tornado.svg"]
+    assert save_mig_plot(None, {}, tmp_path / "layout") == [tmp_path / "layout.png", tmp_path / "layout.svg"]
+    assert list(tmp_path.iterdir()) == []  # only checked: nothing written

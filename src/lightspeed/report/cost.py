@@ -533,7 +533,8 @@ def _capped(value: float | None, base: float) -> float:
 
 def save_tornado(upgrade: Upgrade | None, path: Path) -> list[Path]:
     """Write the payback tornado plot to exactly ``path`` (``.png``, ``.svg`` or ``.pdf``; an
-    existing folder gets ``tornado.png`` inside it). A missing folder, a special file (``/dev/full``)
+    existing folder gets ``tornado.png`` and ``tornado.svg`` inside it, as every ``--plot`` folder
+    does). A missing folder, a special file (``/dev/full``)
     or a name without a plot suffix is refused in one line: the path is never rewritten and no
     folder is created. ``upgrade=None`` only checks the path (before the engine runs)."""
     stem, chosen = _tornado_target(path)
@@ -545,7 +546,7 @@ def save_tornado(upgrade: Upgrade | None, path: Path) -> list[Path]:
 
 def _tornado_target(path: Path) -> tuple[Path, tuple[str, ...]]:
     if path.is_dir() or (path.exists() and not path.is_file()):  # plot_paths: a folder, or refused
-        return plot_paths(path, name="tornado", default_formats=("png",))
+        return plot_paths(path, name="tornado")
     if path.suffix.lower().lstrip(".") not in PLOT_FORMATS:
         raise UserInputError(
             f"cannot write the plot {path}: end its name in .png, .svg or .pdf (nothing is appended)"
@@ -554,4 +555,4 @@ def _tornado_target(path: Path) -> tuple[Path, tuple[str, ...]]:
         raise UserInputError(
             f"cannot write the plot {path}: no folder {path.parent}; create it first or name another path"
         )
-    return plot_paths(path, name="tornado", default_formats=("png",))
+    return plot_paths(path, name="tornado")

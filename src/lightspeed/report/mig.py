@@ -206,11 +206,12 @@ def mig_figure(plan: MigPlan, sizes: dict[str, int]) -> Figure:
 
 
 def save_mig_plot(plan: MigPlan | None, sizes: dict[str, int], path: Path) -> list[Path]:
-    """Write the layout figure as ``path`` (its suffix picks the format; PNG by default; an existing
-    folder gets ``mig-layout.png`` inside it). ``plan=None`` draws nothing: it checks, as every
-    ``--plot`` does (:func:`~lightspeed.report.plots.check_plot_targets`), that the plot can be
-    written there and returns the files it would be, so a bad path is refused before planning."""
-    stem, formats = plot_paths(path, name="mig-layout", default_formats=("png",))
+    """Write the layout figure as ``path`` (its suffix picks the format; PNG and SVG without one; an
+    existing folder gets ``mig-layout.png`` and ``mig-layout.svg`` inside it, as every ``--plot``).
+    ``plan=None`` draws nothing: it checks, as every ``--plot`` does
+    (:func:`~lightspeed.report.plots.check_plot_targets`), that the plot can be written there and
+    returns the files it would be, so a bad path is refused before planning."""
+    stem, formats = plot_paths(path, name="mig-layout")
     if plan is None:
         return check_plot_targets(stem, formats)
     return save_figure(mig_figure(plan, sizes), stem, formats)
