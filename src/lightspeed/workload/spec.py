@@ -12,6 +12,7 @@ FLOPs, bytes) live in :mod:`lightspeed.workload.counts`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Final
 
 from lightspeed.errors import UserInputError
@@ -658,9 +659,10 @@ class TransformerSpec(Record):
         48 layers of 96 blocks). Counts and the engines use :attr:`num_layers`."""
         return self.num_layers // 2 if self.layers_of_two_blocks else self.num_layers
 
-    @property
+    @cached_property
     def num_moe_layers(self) -> int:
-        """How many layers are MoE layers."""
+        """How many layers are MoE layers (counted once per spec: the serving cost model asks on
+        every evaluation)."""
         return sum(self.is_moe_layer(index) for index in range(self.num_layers))
 
     @property

@@ -416,6 +416,8 @@ def all_reduce_s(
     latency (``in_switch_latency_s``)."""
     group = np.asarray(group_size, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
+    if np.all(group <= 1):  # nobody to reduce with (TP 1 under attention DP): the serving hot path
+        return np.zeros(np.broadcast_shapes(group.shape, size.shape, np.shape(stride), np.shape(flat)))
     local = fabric_local_size(fabric, group, stride)
     domains, b0, b1, alpha = _levels(fabric, group, local, stride)
     ring = 2.0 * (local - 1.0) / local * size / b0
