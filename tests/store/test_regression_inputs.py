@@ -256,3 +256,23 @@ def test_bench_json_output_is_a_gate_input(tmp_path: Path) -> None:
     broken.write_text(json.dumps([{**json.loads(slower.read_text())[0], "size": "big"}]))
     with pytest.raises(DataFileError, match="malformed"):
         load_metric_samples(broken)
+
+
+def test_a_trace_left_with_only_its_warm_up_step_is_refused(tmp_path: Path, write_step_trace) -> None:
+    """Two profiled steps: the first is warm-up and the last is cut by the profiler, so nothing
+    steady is left; the gate used to judge the warm-up step alone (n=1, median 1 ms) without a word."""
+    two = write_step_trace(tmp_path / "two.json", [1_000, 3_000])
+    with pytest.raises(UserInputError, match=r"2 profiled step\(s\): the first is warm-up and the last"):
+        load_metric_samples(two)
+    (kept,) = load_metric_samples(two, include_last_step=True)  # the last kept: one steady sample
+    assert kept.measured() == pytest.approx((0.003,))
+    one = write_step_trace(tmp_path / "one.json", [1_000])
+    with pytest.raises(UserInputError, match="1 profiled step"):
+        load_metric_samples(one, include_last_step=True)
+
+
+def test_a_goodput_run_of_one_step_is_refused_not_judged_on_its_warm_up(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    _goodput_run(run_dir, [3.0])
+    with pytest.raises(UserInputError, match="one completed step, its warm-up"):
+        load_metric_samples(run_dir)

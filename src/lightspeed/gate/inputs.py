@@ -612,17 +612,24 @@ def trace_step_samples(path: Path, *, include_last_step: bool = False) -> tuple[
     numbers = sorted(by_step)
     if len(numbers) >= 2 and not include_last_step:
         numbers = numbers[:-1]
+    if len(numbers) < 2:  # only the warm-up step is left: nothing steady to judge
+        cut = "" if include_last_step or len(by_step) < 2 else " and the last is cut by the profiler"
+        raise UserInputError(
+            f"trace {path} has {len(by_step)} profiled step(s): the first is warm-up{cut}, so no steady "
+            "step is left to compare; profile at least 3 steps (torch.profiler's schedule: active=3 or "
+            "more)" + ("" if include_last_step else ", or pass --include-last-step to keep the last")
+        )
     return (_step_series([by_step[number] for number in numbers], str(path)),)
 
 
 def _step_series(durations_s: Sequence[float], source: str) -> MetricSamples:
-    """Step times in run order; the first step is warm-up when there are others."""
+    """Step times in run order (at least two: the callers refuse fewer); the first is warm-up."""
     return MetricSamples(
         metric="step_time_s",
         unit="s",
         lower_is_better=True,
         samples=tuple(durations_s),
-        num_warmup=1 if len(durations_s) > 1 else 0,
+        num_warmup=1,
         source=source,
     )
 
@@ -646,6 +653,11 @@ def goodput_step_samples(run_dir: Path) -> tuple[MetricSamples, ...]:
             by_step[number] = max(duration_s, by_step.get(number, 0.0))
     if not by_step:
         raise UserInputError(f"goodput run {run_dir} has no completed step to compare")
+    if len(by_step) < 2:  # its one step is the warm-up (start-up, compilation)
+        raise UserInputError(
+            f"goodput run {run_dir} has one completed step, its warm-up (start-up, compilation): no "
+            "steady step to compare; run at least 2 steps"
+        )
     return (_step_series([by_step[number] for number in sorted(by_step)], str(run_dir)),)
 
 
