@@ -17,7 +17,7 @@ plans and the published figures they are checked against live in one place:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from lightspeed.catalog import Catalog
 from lightspeed.records import Record
@@ -83,9 +83,12 @@ class NvlinkCut(Record):
         return self.h800_no_overlap_s / self.h100_no_overlap_s - 1.0
 
 
+DEEPSEEK_SYSTEM: Final = "hgx-h800"  # the catalog system of DeepSeek-V3's 2,048 H800
+
+
 def deepseek_v3_training(catalog: Catalog, models: ModelRegistry) -> TrainingEstimate:
     """DeepSeek-V3's pre-training plan on 2,048 H800, with 14.8T tokens to train."""
-    cluster = catalog.cluster("hgx-h800", num_accelerators=2048)
+    cluster = catalog.cluster(DEEPSEEK_SYSTEM, num_accelerators=2048)
     return estimate_training(
         model=models.get("deepseek-v3"),
         cluster=cluster,

@@ -18,6 +18,8 @@ from lightspeed.sol.validation.structured import METRIC_UNITS
 from lightspeed.store import NewRecord
 from lightspeed.tour.scenarios import (
     DEEPSEEK_PRETRAIN_GPU_HOURS,
+    DEEPSEEK_SYSTEM,
+    GPT_MOE_SYSTEMS,
     NVIDIA_GPT_MOE_HEADLINE_RATIO,
     NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU,
     NVL72_VS_INFINIBAND,
@@ -193,14 +195,22 @@ def h100_vs_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
     return Scenario("H100 vs H800", tuple(lines), tuple(records))
 
 
-def _estimate_record(name: str, estimate: TrainingEstimate) -> NewRecord:
+def _estimate_record(name: str, estimate: TrainingEstimate, system: str) -> NewRecord:
+    """A training estimate as a stored record: its payload's ``system`` is the catalog system
+    (``dgx-h100``, what ``results list --where system=...`` matches), ``cluster`` the estimate's
+    description of the whole cluster (``9 x dgx-h100 over ib-ndr``)."""
     return NewRecord(
         name=name,
         metric="step_time_s",
         value=estimate.step_time_s,
         unit="s",
-        payload={**estimate.to_dict(), "lower_is_better": True},
+        payload={**estimate.to_dict(), "system": system, "cluster": estimate.system, "lower_is_better": True},
     )
+
+
+def _catalog_systems(catalog: Catalog, clusters: Sequence[str]) -> tuple[str, ...]:
+    """The catalog system of each cluster name (``9xdgx-h100@ib-ndr`` -> ``dgx-h100``)."""
+    return tuple(catalog.resolve_cluster(name).system.name for name in clusters)
 
 
 def _comm_share(estimate: TrainingEstimate) -> float:
@@ -232,7 +242,7 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         unit=GPU_HOURS_UNIT,
         payload={"published_gpu_hours": DEEPSEEK_PRETRAIN_GPU_HOURS, "lower_is_better": True},
     )
-    step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate)
+    step = _estimate_record("deepseek-v3 on 2048 h800 step", estimate, DEEPSEEK_SYSTEM)
     return Scenario("DeepSeek-V3 on H800", lines, (record, step), (estimate,))
 
 
@@ -271,8 +281,14 @@ def nvl72_vs_infiniband(catalog: Catalog, models: ModelRegistry) -> Scenario:
         f"  (seed: collective overhead a few % on NVL72: {verdicts[0]}; tens of % over InfiniBand: "
         f"{verdicts[1]})"
     )
-    estimates = tuple(result.train for result in training.results if result.train is not None)
-    records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e) for e in estimates)
+    systems = _catalog_systems(catalog, NVL72_VS_INFINIBAND)
+    pairs = [
+        (result.train, system)
+        for result, system in zip(training.results, systems, strict=True)
+        if result.train is not None
+    ]
+    estimates = tuple(estimate for estimate, _ in pairs)
+    records = tuple(_estimate_record(f"llama-3-70b on {e.system}", e, system) for e, system in pairs)
     return Scenario("NVL72 vs InfiniBand servers", tuple(lines), records, estimates)
 
 
@@ -283,7 +299,8 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
     lines = []
     records = []
     shown = [format_significant(result.throughput_tokens_per_s_per_gpu) for result in comparison.results]
-    for result, per_gpu in zip(comparison.results, shown, strict=True):
+    systems = _catalog_systems(catalog, GPT_MOE_SYSTEMS)
+    for result, per_gpu, system in zip(comparison.results, shown, systems, strict=True):
         ttft = format_duration(result.ttft_s) if result.ttft_s is not None else "-"
         tpot = format_duration(result.tpot_s) if result.tpot_s is not None else "-"
         lines.append(
@@ -296,7 +313,15 @@ def gpt_moe_inference(catalog: Catalog, models: ModelRegistry) -> Scenario:
                 metric="tokens_per_s_per_gpu",
                 value=result.throughput_tokens_per_s_per_gpu,
                 unit="tokens/s",
-                payload={"plan": result.plan, "precision": result.precision, "lower_is_better": False},
+                payload={
+                    "model": comparison.model,
+                    "system": system,
+                    "cluster": result.system,
+                    "plan": result.infer.plan.to_dict() if result.infer is not None else result.plan,
+                    "plan_text": result.plan,
+                    "precision": result.precision,
+                    "lower_is_better": False,
+                },
             )
         )
     h100, gb200 = (f"{NVIDIA_GPT_MOE_TOKENS_PER_S_PER_GPU[key]:g}" for key in ("h100", "gb200"))

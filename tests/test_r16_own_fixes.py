@@ -1,0 +1,37 @@
+"""Round 16, fixes made directly: the tour's predictions are found by the payload keys
+docs/store.md promises (``model``, ``system`` as the catalog names it, ``plan`` as an object)."""
+
+from __future__ import annotations
+
+import json
+
+from lightspeed.catalog import load_catalog
+from lightspeed.store import open_store
+from lightspeed.tour import seed
+from lightspeed.workload import load_models
+
+
+def _run_ids(run_cli, *conditions: str) -> set[str]:  # type: ignore[no-untyped-def]
+    arguments = [part for condition in conditions for part in ("--where", condition)]
+    result = run_cli("results", "list", *arguments, "--json")
+    assert result.code == 0, result.err
+    return {run["run_id"] for run in json.loads(result.out)}
+
+
+def test_tour_predictions_match_where_model_system_and_plan(run_cli) -> None:  # type: ignore[no-untyped-def]
+    catalog, models = load_catalog(), load_models()
+    training = seed.nvl72_vs_infiniband(catalog, models)
+    serving = seed.gpt_moe_inference(catalog, models)
+    with open_store() as store:
+        trained = store.add_records(kind="prediction", records=list(training.records))
+        served = store.add_records(kind="prediction", records=list(serving.records))
+    # the InfiniBand side is 9 DGX H100 ("9 x dgx-h100 over ib-ndr"): its system is dgx-h100
+    assert _run_ids(run_cli, "system=dgx-h100") == {trained, served}
+    assert _run_ids(run_cli, "system=gb200-nvl72") == {trained, served}
+    assert _run_ids(run_cli, "model=gpt-moe-1.8t") == {served}
+    assert _run_ids(run_cli, "model=llama-3-70b", "system=dgx-h100") == {trained}
+    assert _run_ids(run_cli, "cluster=9 x dgx-h100 over ib-ndr") == {trained}
+    # the serving plan is an object: a dotted key reaches its degrees (the H100 side runs tp=8)
+    (h100,) = [record for record in serving.records if record.payload["system"] == "dgx-h100"]
+    assert _run_ids(run_cli, "model=gpt-moe-1.8t", f"plan.tp={h100.payload['plan']['tp']}") == {served}
+    assert _run_ids(run_cli, "model=gpt-moe-1.8t", "plan.tp=999") == set()
