@@ -14,7 +14,7 @@ import pytest
 from lightspeed.catalog import load_catalog
 from lightspeed.errors import InvalidPlanError
 from lightspeed.sol import InferenceSearchResult, ServingLoad, SpeculativeDecoding, search_inference
-from lightspeed.sol.infer.search import search_draft_depths
+from lightspeed.sol.infer.draft_search import search_draft_depths
 from lightspeed.workload import load_models
 
 LOAD = ServingLoad(1024, 256)
@@ -116,7 +116,7 @@ def test_the_cli_searches_depths_and_keeps_each_finalists_own(run_cli: Any) -> N
 
 def test_the_cli_and_the_engine_bound_the_depths_alike() -> None:
     from lightspeed.cli.options import SEARCHED_DRAFT_TOKENS
-    from lightspeed.sol.infer.search import MAX_SEARCHED_DRAFT_TOKENS
+    from lightspeed.sol.infer.draft_search import MAX_SEARCHED_DRAFT_TOKENS
 
     assert SEARCHED_DRAFT_TOKENS.maximum == MAX_SEARCHED_DRAFT_TOKENS
     with pytest.raises(InvalidPlanError, match="1 to 16 draft tokens"):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from lightspeed.lazy import attach
 
 if TYPE_CHECKING:
+    from lightspeed.sol.infer.draft_search import search_draft_depths
     from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
     from lightspeed.sol.infer.plan import (
         INFERENCE_PRECISIONS,
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
         DraftDepth,
         FrontierPoint,
         InferenceSearchResult,
-        search_draft_depths,
         search_inference,
     )
     from lightspeed.sol.infer.serving import BATCHING_MODES
