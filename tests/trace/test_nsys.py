@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lightspeed.errors import TraceError
+from lightspeed.errors import TraceError, UserInputError
 from lightspeed.trace import (
     collectives,
     detect_format,
@@ -318,8 +318,9 @@ def test_the_regression_gate_reads_step_times_from_an_export(tmp_path: Path, nsy
     assert series.metric == "step_time_s"
     assert series.samples == pytest.approx((9_000e-9, 9_000e-9))  # steps 0 and 1, the slower rank each
     assert series.num_warmup == 1
-    [series] = trace_step_samples(path)  # the last step is left out by default, as HTA does
-    assert series.samples == pytest.approx((9_000e-9,))
+    # the last step is left out by default, as HTA does: only the warm-up step would be left
+    with pytest.raises(UserInputError, match="2 profiled step"):
+        trace_step_samples(path)
 
 
 def test_null_ids_and_undecodable_text_are_read(tmp_path: Path, nsys: SimpleNamespace) -> None:
