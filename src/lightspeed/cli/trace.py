@@ -81,7 +81,8 @@ def _load_options(function: F) -> F:
             default=None,
             metavar="NAME",
             help="The accelerator the ranks ran on, e.g. h100, for traces that name none (no "
-            "deviceProperties) or one the catalog does not know, so their figures get a SOL.",
+            "deviceProperties) or one the catalog does not know, so their figures get a SOL; refused "
+            "for a trace that names a GPU of another vendor or architecture.",
         ),
         click.option(
             "--no-cache",

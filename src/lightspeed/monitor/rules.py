@@ -388,11 +388,13 @@ def _links(
         if share < limits.link_min_share:
             continue
         times = capture.times_s[near]
-        start, end = float(times[0] - capture.interval_s), float(times[-1])
+        # the period of the first sample, but never before the capture started (as _runs does)
+        start, end = max(float(times[0] - capture.interval_s), 0.0), float(times[-1])
         observed = float(np.mean(peak[near]))
         label = _label(device, capture)
         name = "NVLink" if link == "nvlink" else "PCIe"
-        samples = "the samples" if in_run is None else "the samples during the goodput run"
+        during_run = run_window is not None and in_run is not None
+        samples = "the samples during the goodput run" if during_run else "the samples"
         findings.append(
             Finding(
                 rule="communication_bound",
@@ -447,9 +449,12 @@ def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Threshol
                 clocks.append((capture, device, float(np.median(values[mask])), mask))
     if len(clocks) < 2:
         return []
-    typical = statistics.median(clock for _, _, clock, _ in clocks)
     findings = []
-    for capture, device, clock, mask in clocks:
+    for index, (capture, device, clock, mask) in enumerate(clocks):
+        # compared with the others only: a slow GPU in the median it is held against would pull that
+        # median down (with two GPUs it is half of it, and a GPU would be flagged only far below its peer)
+        others = [other for position, (_, _, other, _) in enumerate(clocks) if position != index]
+        typical = statistics.median(others)
         if clock >= limits.straggler_ratio * typical:
             continue
         shift = capture.start_epoch_s - origin
@@ -462,7 +467,8 @@ def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Threshol
                 message=(
                     f"{label} ({device.name}) ran its busy time at a median SM clock of {clock / 1e6:.0f} "
                     "MHz, "
-                    f"{format_percent(clock / typical)} of the median GPU's {typical / 1e6:.0f} MHz "
+                    f"{format_percent(clock / typical)} of {_others_text(len(others))} "
+                    f"{typical / 1e6:.0f} MHz "
                     f"(threshold {format_percent(limits.straggler_ratio)}): every collective waits for it"
                 ),
                 evidence=(
@@ -481,6 +487,11 @@ def _gpu_stragglers(captures: Sequence[Capture], origin: float, limits: Threshol
             )
         )
     return findings
+
+
+def _others_text(num_others: int) -> str:
+    """Whose clock a GPU's is compared with: ``the other GPU's`` or ``the median of the other 7 GPUs'``."""
+    return "the other GPU's" if num_others == 1 else f"the median of the other {num_others} GPUs'"
 
 
 # -- rules over the joined ledger ---------------------------------------------------

@@ -44,6 +44,15 @@ WHOLE_NS_TOLERANCE_RELATIVE: Final = 1e-12
 # Kinds in HTA's overlap breakdown, in HTA's bit order (computation 1, communication 2, memory 4).
 OVERLAP_KINDS: Final = (COMPUTATION, COMMUNICATION, MEMORY)
 PEAK_PRECISIONS: Final = ("bf16", "fp16")
+# Words that give away the vendor of a device name the catalog does not know ("AMD Radeon Graphics",
+# "NVIDIA A100-PG509-200"), keyed by the catalog's vendor names: enough to refuse a --device of
+# another vendor, where no SOL of that device can describe the trace.
+_VENDOR_WORDS: Final[dict[str, tuple[str, ...]]] = {
+    "NVIDIA": ("nvidia", "tesla", "geforce", "quadro"),
+    "AMD": ("amd", "radeon", "instinct"),
+    "Intel": ("intel", "gaudi", "habana"),
+    "Google": ("tpu",),
+}
 
 
 def whole_ns(seconds: float, *, what: str) -> int:
@@ -181,6 +190,42 @@ def require_gpu_events(trace: Trace) -> None:
             if first.source_format == "nsys"
             else "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         )
+
+
+def check_device_override(
+    path: str, named: str | None, device: str, *, catalog: Catalog | None = None
+) -> None:
+    """Refuse ``--device`` ``device`` (a catalog name) for a trace at ``path`` whose
+    ``deviceProperties`` name ``named`` is a device of another architecture (one the catalog
+    knows) or of another vendor (one it does not): the override is for traces that name no
+    device or one the catalog does not know, not for giving a trace another GPU's SOL.
+
+    >>> check_device_override("rank-0.json", "NVIDIA H100 80GB HBM3", "h100-sxm")
+    """
+    if not named:
+        return
+    catalog = catalog if catalog is not None else load_catalog()
+    given = catalog.accelerator(device)
+    known = catalog.find_device(named)
+    if known is not None:
+        other = known.architecture != given.architecture
+        what = f"{named} ({known.vendor} {known.architecture}, {known.name})"
+    else:
+        vendor = _vendor_of(named)
+        other = vendor is not None and vendor != given.vendor
+        what = f"{named} ({vendor}, not in the catalog)"
+    if other:
+        raise UserInputError(
+            f"{path}: the trace names {what}, and --device {device} is {given.vendor} {given.architecture}: "
+            "drop --device (it is for traces that name no device or one the catalog does not know) or "
+            "name the GPU that was profiled"
+        )
+
+
+def _vendor_of(name: str) -> str | None:
+    """The vendor a device name gives away by a word of it (None: no word does)."""
+    words = set(name.lower().replace("-", " ").replace("_", " ").split())
+    return next((vendor for vendor, marks in _VENDOR_WORDS.items() if words & set(marks)), None)
 
 
 def _summarize_rank(rank: RankTrace, dropped: int | None, catalog: Catalog) -> RankSummary:

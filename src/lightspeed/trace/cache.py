@@ -81,7 +81,7 @@ _LOG = logging.getLogger(__name__)
 ReadOptions = dict[str, float | str | bool]  # the reading options that shape a file's tables
 
 # Bump when any reader's output changes for the same input (columns, rounding, notes, steps).
-PARSER_VERSION: Final = "2026.12-4"
+PARSER_VERSION: Final = "2026.12-5"
 CACHE_SWITCH_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE"
 CACHE_LIMIT_VARIABLE: Final = "LIGHTSPEED_TRACE_CACHE_MAX_BYTES"
 DEFAULT_CACHE_MAX_BYTES: Final = int(10 * GIB)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from lightspeed.catalog import Accelerator, Catalog, System, load_catalog
 from lightspeed.datafile import Fields, load_toml
@@ -65,6 +66,14 @@ _CROSS_DOMAIN_COST: Final[dict[str, Callable[[Fabric, Array, Array], Array]]] = 
     "all_to_all": all_to_all_s,
 }
 _PASS_A_LINK: Final = "pass --link NIC --num-links N, or --link-bandwidth"
+# the collectives whose group size a call's element counts give (elements of the larger buffer over
+# those of the smaller: an all-gather's output holds every rank's input, a reduce-scatter's input
+# every rank's output), for a trace that writes the sizes but no group (PyTorch's
+# c10d::_allgather_base_ / c10d::_reduce_scatter_base_ ops around older nccl:* annotations)
+_GROUP_FROM_ELEMENTS: Final[dict[str, str]] = {
+    "all_gather": "output / input",
+    "reduce_scatter": "input / output",
+}
 # collectives whose group size says nothing about where their two ends are
 _POINT_TO_POINT: Final = frozenset({"send_recv"})
 
@@ -107,7 +116,7 @@ def collective_kind(name: str) -> CollectiveKind | None:
     'all_gather'
     """
     match = _KERNEL_COLLECTIVE.match(name)
-    key = match.group(1) if match else name.removeprefix("nccl:")
+    key = match.group(1) if match else name.removeprefix("nccl:").removeprefix("c10d::")
     return _collective_kinds().get(_normalize(key))
 
 
@@ -423,14 +432,38 @@ def _rank_calls(rank: RankTrace, events: GpuEvents, sol: RankSol, notes: list[st
 
 def described(rank: RankTrace, params: _Params, notes: list[str]) -> tuple[CollectiveKind | None, int, float]:
     """(kind, group size or NO_VALUE, size S in bytes or NaN) of a collective with ``params``; a
-    group size the trace does not give is taken as the world size (noted in ``notes``)."""
+    group size the trace does not give is taken from the call's element counts (all-gather,
+    reduce-scatter) or else as the world size (either noted in ``notes``)."""
     kind = collective_kind(params.collective)
-    group = params.group_size if params.group_size > 0 else (rank.world_size or NO_VALUE)
-    if params.group_size <= 0 and rank.world_size:
-        notes.append(
-            f"rank {rank.rank}: group size not in the trace; assumed the world size ({rank.world_size})"
-        )
+    group = params.group_size
+    if group <= 0:
+        group = _group_from_elements(rank, kind, params, notes)
+    if group <= 0:
+        group = rank.world_size or NO_VALUE
+        if rank.world_size:
+            notes.append(
+                f"rank {rank.rank}: group size not in the trace; assumed the world size ({rank.world_size})"
+            )
     return kind, group, _size_bytes(kind, params, group)
+
+
+def _group_from_elements(
+    rank: RankTrace, kind: CollectiveKind | None, params: _Params, notes: list[str]
+) -> int:
+    """The group of an all-gather (output / input elements) or reduce-scatter (input / output), when
+    the trace gives both counts and they divide evenly (NO_VALUE otherwise); noted in ``notes``."""
+    ratio = _GROUP_FROM_ELEMENTS.get(kind.name) if kind is not None else None
+    if kind is None or ratio is None or params.elements_in <= 0 or params.elements_out <= 0:
+        return NO_VALUE
+    larger, smaller = sorted((params.elements_in, params.elements_out), reverse=True)
+    if larger % smaller:
+        return NO_VALUE
+    group = larger // smaller
+    notes.append(
+        f"rank {rank.rank}: {kind.name} group size not in the trace; taken as its {ratio} elements "
+        f"({params.source})"
+    )
+    return group
 
 
 def _call(
@@ -515,11 +548,41 @@ class ParamFinder:
                 # the innermost enclosing op (latest start) that knows a size
                 ordered = candidates[np.argsort(-self.cpu_start[around], kind="stable")]
                 best = next((i for i in ordered if self.args.in_elements[i] >= 0), ordered[0])
-                name = self.table.names[int(self.table.name_id[self.args.event_index[best]])]
-                return self._params(
-                    int(best), "annotation" if name.startswith("nccl:") else "record_param_comms"
-                )
+                return self._with_output(self._params(int(best), self._source(int(best))), ordered)
         return _Params(kernel, NO_VALUE, NO_VALUE, NO_VALUE, math.nan, "kernel name")
+
+    def _source(self, index: int) -> str:
+        name = self.table.names[int(self.table.name_id[self.args.event_index[index]])]
+        if name.startswith("nccl:"):
+            return "annotation"
+        return name if name.startswith("c10d::") else "record_param_comms"
+
+    def _with_output(self, params: _Params, ordered: npt.NDArray[np.int64]) -> _Params:
+        """``params`` with the output elements of an op further out (an older PyTorch's
+        ``c10d::_allgather_base_`` around its ``nccl:_all_gather_base`` annotation, which writes
+        the input only), when ``params`` give neither the output nor the group."""
+        if params.elements_out >= 0 or params.group_size > 0:
+            return params
+        kind = collective_kind(params.collective)
+        args = self.args
+        outer = next(
+            (
+                int(i)
+                for i in ordered
+                if args.in_elements[i] >= 0
+                and args.out_elements[i] >= 0
+                and collective_kind(args.collective[i]) == kind
+            ),
+            None,
+        )
+        if outer is None or kind is None:
+            return params
+        return replace(
+            params,
+            elements_in=int(args.in_elements[outer]),
+            elements_out=int(args.out_elements[outer]),
+            source=f"{params.source}, output from {self._source(outer)}",
+        )
 
     def _params(self, index: int, source: str) -> _Params:
         args = self.args

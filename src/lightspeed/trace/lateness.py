@@ -19,7 +19,9 @@ the same call on every rank (the order within the step differs, or a rank's
 trace lost a call): it is left out of the lateness and counted in a note. An
 all-to-all, send/recv, gather or scatter may carry different sizes on different
 ranks: it is kept, and a note counts those whose sizes differ (their lateness
-includes the time the larger buffers took).
+includes the time the larger buffers took), unless it is an all-to-all whose
+sizes are more than :data:`MAX_UNEVEN_SIZE_RATIO` apart: that is two different
+calls paired by their order, and is left out like a mismatch (with its own note).
 """
 
 from __future__ import annotations
@@ -86,6 +88,14 @@ _Key = tuple[int, str, int]  # (step, kernel name, order within the step)
 # collectives whose buffer may differ in size from rank to rank (uneven all-to-all splits, a pair's
 # two ends, a root's gathered or scattered buffer); every other collective's is the same on every rank
 UNEVEN_SIZES: Final = frozenset({"all_to_all", "send_recv", "gather", "scatter"})
+# How far apart (largest / smallest known size) the ranks' buffers of one all-to-all may be and still
+# be one call. Uneven splits come from token routing: a rank's share differs from the others' by the
+# routing's imbalance, a small factor (MoE load max/mean is typically under 2-4, and bounded by the
+# group size, a few hundred at most, even when every token goes to one rank); 1000x is beyond that,
+# and a 1e5x pair (3 kB against 340 MB) is two different calls. Gather and scatter are not checked:
+# the root's buffer is group-size times the others'.
+MAX_UNEVEN_SIZE_RATIO: Final = 1000.0
+_RATIO_CHECKED: Final = frozenset({"all_to_all"})
 
 
 class Arrival(NamedTuple):
@@ -137,8 +147,11 @@ def straggler_report(
         notes.append("no collective appears on every rank in the same step: nothing to compare")
     if unmatched:
         notes.append(f"{unmatched} collective calls are missing on some ranks and were left out")
-    if mismatched:
-        notes.append(_mismatch_note(mismatched))
+    apart = {key: by_rank for key, by_rank in mismatched.items() if _far_apart(by_rank.values())}
+    if len(apart) < len(mismatched):
+        notes.append(_mismatch_note({k: v for k, v in mismatched.items() if k not in apart}))
+    if apart:
+        notes.append(_apart_note(apart))
     if uneven:
         notes.append(
             f"{uneven} matched collective(s) ({_names(matched, uneven_only=True)}) carry different sizes on "
@@ -169,7 +182,22 @@ def _mismatch(arrivals: Iterable[Arrival]) -> bool:
     calls = list(arrivals)
     if len({call.collective for call in calls}) > 1:
         return True
-    return calls[0].collective not in UNEVEN_SIZES and _sizes_differ(calls)
+    return _far_apart(calls) or (calls[0].collective not in UNEVEN_SIZES and _sizes_differ(calls))
+
+
+def _far_apart(arrivals: Iterable[Arrival]) -> bool:
+    """Whether one all-to-all's known sizes are more than :data:`MAX_UNEVEN_SIZE_RATIO` apart."""
+    calls = list(arrivals)
+    same = len({call.collective for call in calls}) == 1
+    return same and calls[0].collective in _RATIO_CHECKED and _size_ratio(calls) > MAX_UNEVEN_SIZE_RATIO
+
+
+def _size_ratio(arrivals: Iterable[Arrival]) -> float:
+    """Largest over smallest known size (1 with fewer than two; inf when the smallest is 0)."""
+    sizes = [call.size_bytes for call in arrivals if not math.isnan(call.size_bytes)]
+    if len(sizes) < 2 or max(sizes) == 0:
+        return 1.0
+    return max(sizes) / min(sizes) if min(sizes) > 0 else math.inf
 
 
 def _sizes_differ(arrivals: Iterable[Arrival]) -> bool:
@@ -196,6 +224,18 @@ def _mismatch_note(mismatched: dict[_Key, dict[int, Arrival]]) -> str:
     return (
         f"{len(mismatched)} collective(s) matched by their order in the step are not the same call on "
         f"every rank ({_names(mismatched)}; e.g. step {step}: {shown}): left out of the lateness"
+    )
+
+
+def _apart_note(apart: dict[_Key, dict[int, Arrival]]) -> str:
+    """The note on all-to-alls whose sizes are too far apart to be one call: how many, the first."""
+    (step, _, _), first = min(apart.items())
+    shown = ", ".join(f"rank {rank} {_size_text(call.size_bytes)}" for rank, call in sorted(first.items()))
+    return (
+        f"{len(apart)} collective(s) ({_names(apart)}) matched by their order in the step carry sizes "
+        f"more than {MAX_UNEVEN_SIZE_RATIO:g}x apart (e.g. step {step}: {shown}, "
+        f"{_size_ratio(first.values()):,.0f}x), beyond any uneven split: not the same call on every "
+        "rank, left out of the lateness"
     )
 
 

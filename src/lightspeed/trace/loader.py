@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from lightspeed.errors import TraceError, UserInputError
+from lightspeed.trace.breakdown import check_device_override
 from lightspeed.trace.cache import CachedRank, TraceCache
 from lightspeed.trace.integrity import check_events, skipped_note
 from lightspeed.trace.io.formats import (
@@ -106,7 +107,9 @@ def load_trace(
 
 def _with_device(rank: RankTrace, device: str) -> RankTrace:
     """``rank`` on ``device``, with a note where its trace names another one (a name the catalog
-    may not know, such as "NVIDIA A100-PG509-200": the user's word wins)."""
+    may not know, such as "NVIDIA A100-PG509-200": the user's word wins); a named device of
+    another architecture or vendor is refused (:func:`~lightspeed.trace.breakdown.check_device_override`)."""
+    check_device_override(str(rank.path), rank.device_name, device)
     notes = rank.notes
     if rank.device_name and rank.device_name != device:
         notes = (*notes, f"rank {rank.rank}: the trace names {rank.device_name}; --device {device} is used")

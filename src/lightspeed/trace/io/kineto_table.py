@@ -34,6 +34,9 @@ from lightspeed.trace.table import (
 NS_TIMESTAMP_THRESHOLD: Final = 1e17
 # |ts| or |dur| (ns) a table can hold: the difference of two such times still fits an int64.
 MAX_ABS_TIME_NS: Final = 4e18  # year 2096 in ns since 1970
+# Ops around a ``nccl:*`` annotation whose Input Dims give the output beside the input (all-gather's
+# output is the group's inputs, reduce-scatter's input the group's outputs): the group size.
+BASE_COLLECTIVE_OPS: Final = ("c10d::_allgather_base_", "c10d::_reduce_scatter_base_")
 
 
 @dataclass
@@ -207,12 +210,16 @@ class TableBuilder:
                 self._collective_rows.append(_annotation_row(index, name, arg))
 
     def _nccl_annotation_ids(self) -> list[int]:
-        """Ids of the ``nccl:*`` names so far; only names added since the last call are looked at
-        (a name's id is its position: names are only ever appended)."""
+        """Ids of the ``nccl:*`` names and of :data:`BASE_COLLECTIVE_OPS` so far; only names added
+        since the last call are looked at (a name's id is its position: names are only ever appended)."""
         if len(self.names) > self._num_names_checked:
             added = list(self.names)[self._num_names_checked :]
             first = self._num_names_checked
-            self._annotation_ids += [first + i for i, name in enumerate(added) if name.startswith("nccl:")]
+            self._annotation_ids += [
+                first + i
+                for i, name in enumerate(added)
+                if name.startswith("nccl:") or name in BASE_COLLECTIVE_OPS
+            ]
             self._num_names_checked = len(self.names)
         return self._annotation_ids
 
@@ -350,8 +357,30 @@ def _count(value: int | None) -> int:
     return NO_VALUE if value is None or value < 0 else int(value)
 
 
+def _base_op_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, int, int, int, float]:
+    """A ``c10d::_allgather_base_`` / ``_reduce_scatter_base_`` op: its ``Input Dims`` are
+    ``[[output], [input], ...]``, so it gives both element counts (the group is their ratio),
+    which the ``nccl:*`` annotation inside it (input only) does not."""
+    try:
+        dims = DIMS_DECODER.decode(arg.input_dims) if len(arg.input_dims) else []
+        types = TYPES_DECODER.decode(arg.input_type) if len(arg.input_type) else []
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        dims, types = [], []
+    shapes = [
+        shape if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
+        for shape in dims[:2]
+    ]
+    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+        return (index, name, NO_VALUE, NO_VALUE, NO_VALUE, math.nan)
+    output, given = math.prod(shapes[0]), math.prod(shapes[1])
+    return (index, name, given, output, NO_VALUE, element_bytes(next((t for t in types if t), None)))
+
+
 def _annotation_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, int, int, int, float]:
-    """A ``nccl:<collective>`` annotation: elements from ``Input Dims``, size from ``Input type``."""
+    """A ``nccl:<collective>`` annotation: elements from ``Input Dims``, size from ``Input type``
+    (a :data:`BASE_COLLECTIVE_OPS` op: :func:`_base_op_row`)."""
+    if name in BASE_COLLECTIVE_OPS:
+        return _base_op_row(index, name, arg)
     elements = NO_VALUE
     size = math.nan
     try:
