@@ -11,11 +11,16 @@ bracket:
   step index is ``state.global_step``, so a resumed Trainer repeats indices
   after its last checkpoint (wasted progress). Tokens: the increase of
   ``state.num_input_tokens_seen`` when the Trainer counts them
-  (``include_num_input_tokens_seen=True``), else ``tokens_per_step``.
+  (``include_num_input_tokens_seen=True``), else ``tokens_per_step`` (in the
+  tracker's ``tokens_scope``). The Trainer's count is the whole job's (gathered
+  and summed over its processes): a ``tokens_scope="global"`` tracker logs it as
+  it is, a ``"rank"`` tracker (the default), whose ranks' counts are added, logs
+  this rank's share of it (the count / the Trainer's ``world_size``).
 - Lightning: steps from ``on_train_batch_start`` to ``on_train_batch_end``
   (one per batch, numbered from ``global_step x accumulate_grad_batches``),
-  validation from ``on_validation_start`` to ``on_validation_end``, and init
-  from ``on_fit_start`` to ``on_train_start`` (setup, sanity checks).
+  validation from ``on_validation_start`` to ``on_validation_end`` (not the
+  sanity check, ``trainer.sanity_checking``), and init from ``on_fit_start``
+  to ``on_train_start`` (setup, sanity checks).
   Lightning has no hook after a checkpoint is written, so saves stay in
   ``other``. Tokens: ``tokens_fn(batch)`` or ``tokens_per_step``.
 
@@ -53,8 +58,8 @@ def _hf_class(base: type) -> type:
         def __init__(self, tracker: Tracker, tokens_per_step: float) -> None:
             self.tracker = tracker
             self.tokens_per_step = tokens_per_step
-            self._step_start = 0
             self._mark = tracker.now_ns()
+            self._step_start = self._mark  # stamps inside the tracker's segment, as it requires
             self._tokens_seen = 0
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -68,7 +73,10 @@ def _hf_class(base: type) -> type:
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             end = self.tracker.now_ns()
             seen = int(getattr(state, "num_input_tokens_seen", 0) or 0)
-            tokens = seen - self._tokens_seen if seen > self._tokens_seen else self.tokens_per_step
+            if seen > self._tokens_seen:
+                tokens = self._logged_tokens(seen - self._tokens_seen, args)
+            else:
+                tokens = self.tokens_per_step
             self._tokens_seen = max(seen, self._tokens_seen)
             step = max(0, int(state.global_step) - 1)  # global_step counts completed steps
             self.tracker.record_step(start_ns=self._step_start, end_ns=end, tokens=tokens, step=step)
@@ -79,6 +87,17 @@ def _hf_class(base: type) -> type:
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self._phase_until_now("checkpoint_save")
+
+        def _logged_tokens(self, job_tokens: int, args: Any) -> float:
+            """The Trainer's token count (the job's: gathered and summed over its processes) in the
+            tracker's scope: as it is for a global-scope tracker; for a rank-scope one, whose ranks'
+            counts the ledger adds, this rank's share, so the ranks add up to the job's count."""
+            if self.tracker.tokens_scope == "global":
+                return float(job_tokens)
+            processes = getattr(args, "world_size", None)
+            if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+                processes = self.tracker.world_size
+            return job_tokens / processes
 
         def _phase_until_now(self, phase: str) -> None:
             now = self.tracker.now_ns()
@@ -129,8 +148,8 @@ def _lightning_class(base: type) -> type:
             self.tokens_per_step = tokens_per_step
             self.tokens_fn = tokens_fn
             self._fit_start = tracker.now_ns()
-            self._batch_start = 0
-            self._validation_start = 0
+            self._batch_start = self._fit_start  # stamps inside the tracker's segment, as it requires
+            self._validation_start = self._fit_start
 
         def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
             self._fit_start = self.tracker.now_ns()
@@ -153,6 +172,8 @@ def _lightning_class(base: type) -> type:
             self._validation_start = self.tracker.now_ns()
 
         def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+            if getattr(trainer, "sanity_checking", False):  # before on_train_start: inside init
+                return
             self.tracker.record_phase("eval", start_ns=self._validation_start, end_ns=self.tracker.now_ns())
 
     return LightspeedLightningCallback

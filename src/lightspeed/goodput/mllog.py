@@ -24,6 +24,7 @@ blocks at all trains from ``run_start`` to its end (a note says so).
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,6 +276,8 @@ def _build(path: Path, state: _State) -> MlperfLog:
     if evals and all(item.start_s == item.end_s for item in evals):
         notes.append("evaluation is logged as points only: its time is inside the training blocks")
     system = _system_from_dict(path, state.system, line=state.system_line) if state.system else None
+    trained_count, count_notes = _trained_count(path, events, run_start)
+    notes += count_notes
     return MlperfLog(
         path=str(path),
         benchmark=str(first.get("submission_benchmark", "")),
@@ -291,7 +294,7 @@ def _build(path: Path, state: _State) -> MlperfLog:
         evals=evals,
         global_batch_size=_int_or_none(first.get("global_batch_size")),
         max_sequence_length=_int_or_none(first.get("max_sequence_length")),
-        trained_count=_trained_count(events, run_start),
+        trained_count=trained_count,
         embedded_system=system,
         notes=tuple(notes),
     )
@@ -457,12 +460,36 @@ def _count(metadata: dict[str, Any]) -> float | None:
     return None
 
 
-def _trained_count(events: list[_Event], run_start: int | None) -> float | None:
-    """Samples (or tokens) trained: run_stop's samples_count, else a train(ed)_samples logged
-    after run_start (before it, train_samples is the dataset size), else the largest counter."""
-    for _, _, key, _, _, metadata in events:
-        if key == "run_stop" and _count(metadata) is not None and "samples_count" in metadata:
-            return _count(metadata)
+def _trained_count(path: Path, events: list[_Event], run_start: int | None) -> tuple[float | None, list[str]]:
+    """Samples (or tokens) trained and a note on where they came from: run_stop's samples_count,
+    else a train(ed)_samples logged after run_start (before it, train_samples is the dataset size),
+    else the largest counter. A negative or non-finite run_stop count is refused (file:line); a zero
+    one (a logger
+    that did not count) gives way to the other counters, with a note."""
+    for _, number, key, _, _, metadata in events:
+        count = metadata.get("samples_count") if key == "run_stop" else None
+        if not isinstance(count, int | float) or isinstance(count, bool):
+            continue
+        if not 0 <= count < math.inf:
+            raise DataFileError(
+                path,
+                "run_stop's samples_count is not a finite number >= 0",
+                line=number,
+                field="samples_count",
+                value=count,
+                fix="a count of trained samples is >= 0: use the log the run wrote",
+            )
+        if count > 0:
+            return float(count), []
+        fallback = _fallback_count(events, run_start)
+        where = "taken from the other counters" if fallback is not None else "unknown (no other counter)"
+        return fallback, [f"run_stop's samples_count (line {number}) is 0: the samples trained are {where}"]
+    return _fallback_count(events, run_start), []
+
+
+def _fallback_count(events: list[_Event], run_start: int | None) -> float | None:
+    """Samples trained without a run_stop count: the largest train(ed)_samples after run_start,
+    else the largest block_stop or eval_accuracy counter."""
     after = [
         float(value)
         for time_ms, _, key, _, value, _ in events

@@ -17,7 +17,7 @@ import statistics
 from typing import Any
 
 from lightspeed.catalog import Catalog
-from lightspeed.errors import LightspeedError
+from lightspeed.errors import LightspeedError, UserInputError
 from lightspeed.goodput.events import PRODUCTIVE
 from lightspeed.goodput.ledger import Ledger, SegmentView, ledger_from_buckets
 from lightspeed.goodput.mllog import (
@@ -42,6 +42,9 @@ def mllog_ledger(
     model: str | None = None,
     device: str | None = None,
     num_accelerators: int | None = None,
+    seq_len: int | None = None,
+    model_flop_per_token: float | None = None,
+    sol_tokens_per_s_per_accelerator: float | None = None,
     precision: str = "bf16",
     convention: str = DEFAULT_CONVENTION,
     catalog: Catalog | None = None,
@@ -50,11 +53,22 @@ def mllog_ledger(
     """Ledger of an MLPerf log read with :func:`~lightspeed.goodput.read_mllog`.
 
     ``system`` (an MLPerf system description) gives the device and the number
-    of accelerators; ``model``, ``device`` and ``num_accelerators`` override.
-    MFU divides by the dense peak of ``precision`` (many v4.0 submissions ran
-    FP8: pass ``precision="fp8"`` to divide by that peak).
+    of accelerators; one that contradicts the log's own ``:::SYSJSON`` line
+    (another system's name, node count or accelerators) is refused. ``model``,
+    ``device``, ``num_accelerators`` and ``seq_len`` (tokens per sequence: the
+    tokens of a benchmark counting sequences, and the FLOP per token) override
+    what the log and the benchmark say; ``model_flop_per_token`` replaces the
+    FLOP per token counted from the model and ``sol_tokens_per_s_per_accelerator``
+    gives the token-rate SOL (efficiency), as for tracker runs. MFU divides by
+    the dense peak of ``precision`` (many v4.0 submissions ran FP8: pass
+    ``precision="fp8"`` to divide by that peak).
     """
-    check_figures(num_accelerators=num_accelerators)
+    check_figures(
+        num_accelerators=num_accelerators,
+        model_flop_per_token=model_flop_per_token,
+        sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
+    )
+    _check_system(log, system)
     buckets, end_s = _log_buckets(log)
     total_s = end_s - log.init_start_s
     notes = list(log.notes)
@@ -73,6 +87,9 @@ def mllog_ledger(
         model=model,
         device=device,
         num_accelerators=num_accelerators,
+        seq_len=seq_len,
+        model_flop_per_token=model_flop_per_token,
+        sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
         precision=precision,
     )
     tokens, samples = _tokens_and_samples(log, benchmark, workload.seq_len)
@@ -117,6 +134,36 @@ def mllog_ledger(
         notes=tuple(notes),
         details=details,
     )
+
+
+def _check_system(log: MlperfLog, system: MlperfSystem | None) -> None:
+    """A system description that contradicts the log's own ``:::SYSJSON`` line describes another
+    run's system (MFU would divide by its accelerators): refuse it, naming what differs."""
+    logged = log.embedded_system
+    if system is None or logged is None:
+        return
+    fields = (
+        ("system_name", system.system_name, logged.system_name),
+        ("number_of_nodes", system.num_nodes, logged.num_nodes),
+        ("accelerators_per_node", system.accelerators_per_node, logged.accelerators_per_node),
+        ("accelerator_model_name", system.accelerator_model_name, logged.accelerator_model_name),
+    )
+    differences = [
+        f"{name} {given!r}, the log's {own!r}" for name, given, own in fields if _differs(given, own)
+    ]
+    if differences:
+        raise UserInputError(
+            f"{system.path} describes another system than the :::SYSJSON line of {log.path} "
+            f"({'; '.join(differences)}): give this run's system description, or leave --system out to "
+            "use the log's (--num-accelerators N and --system DEVICE override its figures)"
+        )
+
+
+def _differs(given: object, logged: object) -> bool:
+    """Whether two system fields disagree (names compared without case; an empty name says nothing)."""
+    if isinstance(given, str) and isinstance(logged, str):
+        return bool(given.strip() and logged.strip()) and given.strip().lower() != logged.strip().lower()
+    return given != logged
 
 
 def _log_buckets(log: MlperfLog) -> tuple[dict[str, float], float]:
@@ -205,16 +252,21 @@ def _workload(
     model: str | None,
     device: str | None,
     num_accelerators: int | None,
+    seq_len: int | None,
+    model_flop_per_token: float | None,
+    sol_tokens_per_s_per_accelerator: float | None,
     precision: str,
 ) -> Workload:
     return Workload(
         model=model or (benchmark.model if benchmark else None),
         system=device or (system.accelerator_model_name if system else None),
-        seq_len=log.max_sequence_length or (benchmark.seq_len if benchmark else None),
+        seq_len=seq_len or log.max_sequence_length or (benchmark.seq_len if benchmark else None),
         precision=precision,
         recompute="full" if benchmark is not None and benchmark.recompute else "none",
         training=benchmark.training if benchmark else "full",
         num_accelerators=num_accelerators or (system.num_accelerators if system else None),
+        model_flop_per_token=model_flop_per_token,
+        sol_tokens_per_s_per_accelerator=sol_tokens_per_s_per_accelerator,
     )
 
 
@@ -245,6 +297,12 @@ def _utilization(
         if benchmark is None:
             reason += " (unknown benchmark: its counters' unit is not known)"
         return Utilization(model=workload.model, device=workload.system, reason=reason)
+    if tokens <= 0:
+        return Utilization(
+            model=workload.model,
+            device=workload.system,
+            reason="MFU unavailable: the log's counters record no trained samples",
+        )
     if workload.num_accelerators is None:
         return Utilization(
             model=workload.model,

@@ -35,7 +35,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from lightspeed.clock import clock_anchor_ns
 from lightspeed.errors import UserInputError
@@ -58,6 +58,11 @@ if TYPE_CHECKING:
     from lightspeed.goodput.sinks import MetricSink
 
 _clock = time.perf_counter_ns
+NS_PER_S: Final = 1_000_000_000
+# How far a stamp given to record_step/record_phase may run ahead of now_ns(): room for a step's end
+# built as its start plus a measured duration; a stamp from another clock (time.time_ns() is decades
+# ahead of perf_counter_ns, a microsecond clock far behind the job start) is off by far more.
+STAMP_AHEAD_TOLERANCE_NS: Final = 60 * NS_PER_S
 
 
 class _Span:
@@ -220,6 +225,7 @@ class Tracker:
     ) -> None:
         self.rank = _env_int("RANK", 0) if rank is None else rank
         self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
+        self.tokens_scope = tokens_scope
         _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
         _check_workload(precision=precision, training=training, seq_len=seq_len)
         check_figures(
@@ -241,6 +247,7 @@ class Tracker:
         # the latest end a caller stamped (record_step/record_phase): job_end is never before it
         self._latest_end_ns = 0
         start_ns = _clock()
+        self._start_ns = start_ns  # the segment's job start: no event of this segment starts before it
         monitor_run = os.environ.get(MONITOR_RUN_ENV) or None
         anchor_ns = clock_anchor_ns()  # monitor run's anchor on its host: its samples line up
         self._feed = (
@@ -372,10 +379,11 @@ class Tracker:
     def record_step(
         self, *, start_ns: int, end_ns: int, tokens: float = 0, samples: float = 0, step: int | None = None
     ) -> None:
-        """Record a step timed elsewhere (framework callbacks) with :meth:`now_ns` stamps."""
+        """Record a step timed elsewhere (framework callbacks) with :meth:`now_ns` stamps, taken after
+        the tracker was created (the job start) and not ahead of the clock."""
         index = self._next_step if step is None else step
         self._check_step(index, tokens=tokens, samples=samples)
-        _check_stamps(start_ns, end_ns)
+        self._check_stamps(start_ns, end_ns)
         self._check_step_free(index, call="record_step()")
         self._logged_steps.add(index)
         self._next_step = index + 1
@@ -387,7 +395,7 @@ class Tracker:
         if phase not in PHASES:
             raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
         self._check_open(f"record_phase({phase!r})")
-        _check_stamps(start_ns, end_ns)
+        self._check_stamps(start_ns, end_ns)
         self._latest_end_ns = max(self._latest_end_ns, end_ns)
         self._append(("phase", phase, name or "", self._next_step, start_ns, end_ns))
         if phase in FLUSH_PHASES:
@@ -407,8 +415,9 @@ class Tracker:
             return
         self._closed = True
         _OPEN_TRACKERS.discard(self)
-        # stamps given to record_step may run ahead of the clock (a step timed on the device and
-        # recorded when it is known): the job ends after the last of them, as the reader requires
+        # stamps given to record_step may run ahead of the clock (by up to STAMP_AHEAD_TOLERANCE_NS: an
+        # end built as a start plus a measured duration): the job ends after the last of them, as the
+        # reader requires
         self._append(("job_end", max(_clock(), self._latest_end_ns), status))
         self._writer.close()
         if self._feed is not None:
@@ -467,6 +476,33 @@ class Tracker:
                 "on the same run_dir (a new segment)"
             )
 
+    def _check_stamps(self, start_ns: int, end_ns: int) -> None:
+        """Refuse stamps the reader would refuse or misread: not whole, ending before they start,
+        starting before this segment's job start, or ending ahead of :meth:`now_ns` (another clock)."""
+        for name, value in (("start_ns", start_ns), ("end_ns", end_ns)):
+            if not _is_whole(value):
+                raise UserInputError(
+                    f"{name} must be a whole number of ns from Tracker.now_ns(), got {value!r}"
+                )
+        if end_ns < start_ns:
+            raise UserInputError(
+                f"end_ns {end_ns} is before start_ns {start_ns}: "
+                "take both stamps with Tracker.now_ns(), the start first"
+            )
+        if start_ns < self._start_ns:
+            raise UserInputError(
+                f"start_ns {start_ns} is {(self._start_ns - start_ns) / NS_PER_S:.3f} s before this "
+                "tracker's job start: take stamps with Tracker.now_ns() (not another clock), after the "
+                "Tracker is created"
+            )
+        now_ns = _clock()
+        if end_ns > now_ns + STAMP_AHEAD_TOLERANCE_NS:
+            raise UserInputError(
+                f"end_ns {end_ns} is {(end_ns - now_ns) / NS_PER_S:.3f} s ahead of Tracker.now_ns() "
+                f"{now_ns}: take stamps with Tracker.now_ns() (time.perf_counter_ns), not time.time_ns() "
+                "or another clock"
+            )
+
     def _check_step(self, index: int, *, tokens: float, samples: float) -> None:
         self._check_open("a step")
         if not _is_whole(index) or index < 0:
@@ -515,17 +551,6 @@ def _is_whole(value: object) -> bool:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _check_stamps(start_ns: int, end_ns: int) -> None:
-    for name, value in (("start_ns", start_ns), ("end_ns", end_ns)):
-        if not _is_whole(value):
-            raise UserInputError(f"{name} must be a whole number of ns from Tracker.now_ns(), got {value!r}")
-    if end_ns < start_ns:
-        raise UserInputError(
-            f"end_ns {end_ns} is before start_ns {start_ns}: "
-            "take both stamps with Tracker.now_ns(), the start first"
-        )
 
 
 def _env_int(name: str, default: int) -> int:

@@ -22,6 +22,9 @@ _LGI_ROW: Final = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+MIG\s+(?P<profile>\S+)\s+(?P<profile_id>\d+)\s+(?P<instance>\d+)\s+"
     r"(?P<start>\d+):(?P<size>\d+)\s*\|$"
 )
+# What nvidia-smi mig -lgi prints instead of rows: MIG on with no instances, or MIG off on every GPU
+# (as read_mig_layout finds through NVML: no instances either way).
+NO_INSTANCE_MESSAGES: Final = ("No GPU instances found", "No MIG-enabled devices found")
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class GpuInstance(Record):
 
 
 def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
-    """GPU instances from ``nvidia-smi mig -lgi`` output (rows ``| 0  MIG 3g.40gb  9  2  4:4 |``).
+    """GPU instances from ``nvidia-smi mig -lgi`` output (rows ``| 0  MIG 3g.40gb  9  2  4:4 |``);
+    none when it says there are none or that MIG is off (``No MIG-enabled devices found.``).
 
     >>> rows = parse_lgi("|   0  MIG 3g.40gb          9        2          4:4     |")
     >>> rows[0].profile, rows[0].start
@@ -64,11 +68,12 @@ def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
                     line=number,
                 )
             )
-    if not rows and "No GPU instances found" not in text:
+    if not rows and not any(message in text for message in NO_INSTANCE_MESSAGES):
         raise TraceError(
             path,
             "no GPU instance rows found",
-            fix="save the output of 'nvidia-smi mig -lgi' (empty: no instances)",
+            fix="save the output of 'nvidia-smi mig -lgi' (its 'No GPU instances found' or "
+            "'No MIG-enabled devices found' reads as no instances)",
         )
     return tuple(rows)
 

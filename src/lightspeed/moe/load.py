@@ -580,6 +580,18 @@ def read_expert_loads(paths: Sequence[Path | str], *, num_experts: int | None = 
     return combine_loads([read_expert_load(Path(path), num_experts=num_experts) for path in paths])
 
 
+def _width_fix(first: ExpertLoad, other: ExpertLoad) -> str:
+    """How to add loads of the same layers whose expert counts differ: a long CSV lists only the
+    experts that got tokens, so a rank's file can be narrower; the model's expert count pads them."""
+    if first.num_layers != other.num_layers:
+        return ""
+    widest = max(first.num_experts, other.num_experts)
+    return (
+        "; if they are one model's per-rank long CSVs (a CSV lists only the experts that got tokens), "
+        f"give the model's experts per layer, at least {widest}: num_experts={widest} (--experts {widest})"
+    )
+
+
 def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
     """Several ranks' loads of the same layers and steps, added (each rank counts its own tokens).
 
@@ -595,7 +607,7 @@ def combine_loads(loads: Sequence[ExpertLoad]) -> ExpertLoad:
             raise UserInputError(
                 f"{other.source or 'a load'} has {other.num_layers} layers x {other.num_experts} experts, "
                 f"{first.source or 'the first'} {first.num_layers} x {first.num_experts}: "
-                "they cannot be added"
+                f"they cannot be added{_width_fix(first, other)}"
             )
     if len(loads) == 1:
         return first

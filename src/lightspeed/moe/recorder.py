@@ -15,7 +15,10 @@ tuple holding one: Hugging Face routers return ``(logits, weights, indices)``)
 or router logits alone (a float tensor, as a bare ``nn.Linear`` gate gives); from
 logits the recorder takes the ``top_k`` largest, which is what softmax-then-top-k
 routing selects. Negative indices (dropped tokens) are not counted. Every token
-the router sees counts, padding included.
+the router sees counts, padding included. A router that runs during a backward
+pass is not counted: that is activation checkpointing recomputing a forward
+whose tokens were counted already (``torch.utils.checkpoint``, reentrant or
+not, and Hugging Face's ``gradient_checkpointing_enable``).
 
 PyTorch is imported when a recorder is made (the ``bench`` extra).
 """
@@ -44,6 +47,15 @@ INDEX_ATTRIBUTES: Final = ("router_indices", "topk_indices", "topk_idx", "expert
 
 def _torch() -> Any:
     return import_extra("torch", extra="bench", purpose="recording expert load")
+
+
+def _backward_check(torch: Any) -> Any:
+    """A function telling whether the autograd engine is running a backward pass now (where
+    activation checkpointing recomputes forwards): its graph task id is -1 outside one."""
+    task_id = getattr(torch._C, "_current_graph_task_id", None)
+    if task_id is None:  # a torch without it: nothing is taken for a recompute
+        return lambda: False
+    return lambda: task_id() != -1
 
 
 def _is_router(name: str, module: Any, parent: Any) -> bool:
@@ -127,6 +139,7 @@ class ExpertLoadRecorder:
         if window_steps < 1:
             raise UserInputError(f"window_steps must be >= 1 (got {window_steps})")
         self._torch = _torch()
+        self._in_backward = _backward_check(self._torch)
         config = getattr(model, "config", None)
         self.routers = find_routers(model, modules)
         self.layer_names = tuple(name for name, _ in self.routers)
@@ -143,7 +156,8 @@ class ExpertLoadRecorder:
 
     def _hook(self, index: int) -> Any:
         def record(module: Any, inputs: Any, output: Any) -> None:
-            self._count(index, output)
+            if not self._in_backward():  # a checkpointed forward recomputed: its tokens are counted
+                self._count(index, output)
 
         return record
 
