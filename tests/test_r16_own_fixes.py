@@ -35,3 +35,24 @@ def test_tour_predictions_match_where_model_system_and_plan(run_cli) -> None:  #
     (h100,) = [record for record in serving.records if record.payload["system"] == "dgx-h100"]
     assert _run_ids(run_cli, "model=gpt-moe-1.8t", f"plan.tp={h100.payload['plan']['tp']}") == {served}
     assert _run_ids(run_cli, "model=gpt-moe-1.8t", "plan.tp=999") == set()
+
+
+def test_the_library_data_loaders_take_a_path_as_text(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A path given as text (the way a user calls a library) is read like a Path; the loaders
+    failed with AttributeError: 'str' object has no attribute 'stat'."""
+    from lightspeed.datafile import load_toml
+    from lightspeed.sol.serve.benchmark_datasets import load_benchmark_datasets
+    from lightspeed.sol.serve.mlperf_inference import load_mlperf_workloads
+
+    file = tmp_path / "t.toml"
+    file.write_text('a = 1\n[b]\nc = "d"\n', encoding="utf-8")
+    assert load_toml(str(file)) == {"a": 1, "b": {"c": "d"}}
+    assert load_mlperf_workloads(str(_shipped("mlperf"))) == load_mlperf_workloads()
+    assert load_benchmark_datasets(str(_shipped("datasets"))) == load_benchmark_datasets()
+
+
+def _shipped(kind: str):  # type: ignore[no-untyped-def]
+    from lightspeed.sol.serve import benchmark_datasets, mlperf_inference
+
+    module = mlperf_inference if kind == "mlperf" else benchmark_datasets
+    return module._data_file()

@@ -654,8 +654,10 @@ def toml_value(value: Any, *, wrap_at: int | None = None) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
-def load_toml(path: Path, *, what: str = "data file") -> dict[str, Any]:
-    """Parse one TOML file with a size and a depth bound; a syntax error names the file, line and fix."""
+def load_toml(path: Path | str, *, what: str = "data file") -> dict[str, Any]:
+    """Parse one TOML file with a size and a depth bound; a syntax error names the file, line and fix
+    (``path`` a path or its text, as the library's loaders take it)."""
+    path = Path(path)
     data = files.strip_bom(read_bounded(path, what=what))
     if not data.strip():
         raise DataFileError(path, "file is empty", fix=f"write the {what} into it")

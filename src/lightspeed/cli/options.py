@@ -589,11 +589,15 @@ class SizeList(ListOf):
         super().__init__(Size(**bounds), example="1MiB,64MiB")
 
 
+# an SLO's attainment: a share above none, up to every request (100%: each one within the limits)
+SLO_ATTAINMENT: Final = Percent(minimum=0.0, maximum=1.0, min_open=True)
+
+
 class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]):
     """``ttft=2s,tpot=50ms[,attainment=90%]``: latency limits of an SLO and the share of requests
     that must meet both (default 90%, DistServe's), as ``(ttft_s, tpot_s, attainment)``. Each limit
     carries its unit (a bare ``ttft=300`` is refused, :class:`LatencyLimit`); the attainment is a
-    share, ``90%`` or ``0.9``.
+    share above 0 and up to 100% (every request within the limits), ``90%`` or ``0.9``.
 
     >>> ServiceLevelSpec().convert("ttft=2s,tpot=50ms", None, None)
     (2.0, 0.05, 0.9)
@@ -614,9 +618,7 @@ class ServiceLevelSpec(click.ParamType[tuple[float | None, float | None, float]]
                 if key in ("ttft", "tpot"):
                     limits[key] = LATENCY_BOUND.convert(text.strip(), param, ctx)
                 elif key == "attainment":
-                    limits[key] = PROBABILITY_OPEN.convert(
-                        str(parse_percent(text.strip())) if "%" in text else text.strip(), param, ctx
-                    )
+                    limits[key] = SLO_ATTAINMENT.convert(text.strip(), param, ctx)
                 else:
                     raise click.BadParameter(f"unknown limit {key!r}")
             except (click.BadParameter, UserInputError) as error:

@@ -157,12 +157,15 @@ def command(*, as_json: bool, **values: Any) -> None:
     slo = resolve_slo(values["slo_spec"])
     workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model, benchmark=benchmark)
     # the plan file and the JSON keep the count run (an MLPerf benchmark's samples, a whole trace)
+    # and the mean lengths drawn, which plan infer analyses (the distributions in [simulate])
+    lengths = _mean_lengths(workload)
     config = configuration(
         ServingConfig,
         named,
-        table=SIMULATE_TABLE,
-        changes={} if _requests_given() else {"num_requests": workload.num_requests},
+        table=_written_table(lengths, values),
+        changes={**lengths, **({} if _requests_given() else {"num_requests": workload.num_requests})},
     )
+    _note_users_past_requests(workload)
     longest, what = _longest_request(workload)
     context = check_context(parts.model, longest, what=what)
     _warn_past_context(context, parts.model, trace=workload.trace is not None)
@@ -187,6 +190,52 @@ def command(*, as_json: bool, **values: Any) -> None:
         benchmark=benchmark,
         context=context,
     )
+
+
+def _note_users_past_requests(workload: ServingWorkload) -> None:
+    """Say on stderr when a closed loop has at least as many users as requests: each user sends
+    one and none sends again, so every request is in flight from the start, as an offline run
+    (the figures are those of one burst, not of users sending as they are served)."""
+    users, count = workload.arrivals.concurrency, workload.num_requests
+    if workload.arrivals.kind != "closed" or users is None or users < count:
+        return
+    click.echo(
+        f"lightspeed: note: --concurrency {users:,} with {count:,} requests: each user sends one and "
+        f"none sends again, so all {count:,} are in flight from the start (an offline run, not a closed "
+        f"loop); give --requests well above {users:,} for users that send as they are served",
+        err=True,
+    )
+
+
+def _mean_lengths(workload: ServingWorkload) -> dict[str, int]:
+    """``input_tokens``/``output_tokens`` of a plan file for lengths the workload draws itself (a
+    uniform or file distribution, a trace, an MLPerf benchmark's), not given on the command line:
+    their means, rounded, where they differ from the option's value (its default, which no request
+    ran at, would otherwise be written for ``plan infer`` to analyse)."""
+    sides = (("input_tokens", workload.input_lengths), ("output_tokens", workload.output_lengths))
+    return {
+        name: max(round(lengths.mean_tokens), 1)
+        for name, lengths in sides
+        if lengths.kind != "fixed" and not given_flags(name)
+    }
+
+
+def _written_table(lengths: dict[str, int], values: dict[str, Any]) -> OptionTable:
+    """The [simulate] table as a plan file writes it, its comment saying which of the file's
+    top-level lengths are means of the distributions in the table and what plan infer, which
+    leaves the table out, analyses instead of them (every request at those lengths, and Poisson
+    arrivals where --burstiness shapes them)."""
+    notes = [SIMULATE_TABLE.comment]
+    if lengths:
+        named = " and ".join(f"{name} = {tokens}" for name, tokens in lengths.items())
+        means = "is the mean" if len(lengths) == 1 else "are the means"
+        notes.append(f"{named} above {means} of the lengths drawn here: plan infer runs every request at it")
+    if values.get("cv") is not None:
+        notes.append(
+            f"plan infer takes arrival_rate as Poisson arrivals; simulate gives them gamma gaps of CV "
+            f"{values['cv']:g} (burstiness)"
+        )
+    return replace(SIMULATE_TABLE, comment="\n# ".join(notes)) if len(notes) > 1 else SIMULATE_TABLE
 
 
 def _note_token_budget(deployment: SimulatedDeployment, budget: int | None) -> None:

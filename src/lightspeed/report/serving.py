@@ -97,8 +97,13 @@ def completed_text(completed: int, arrived: int, requested: int) -> str:
 
 
 def _per_user_text(result: SimulationResult) -> str:
+    """The mean decode speed per user, or why there is none: no measured request finished (a
+    horizon stopped the run first), or every one that did had one output token (no TPOT)."""
     if not math.isfinite(result.output_tokens_per_s_per_user):
-        return "n/a (one output token: no TPOT)"
+        if result.requests_per_s > 0:
+            return "n/a (one output token: no TPOT)"
+        within = " within the horizon" if _stopped_at_horizon(result) else ""
+        return f"n/a (no measured request finished{within})"
     return f"{result.output_tokens_per_s_per_user:,.1f} tok/s (mean of 1 / TPOT)"
 
 
@@ -149,6 +154,8 @@ def rates_text(
     if not math.isfinite(served_per_s):
         return ""
     why = _served_why(kept_up, users=users, stopped=stopped, trace=trace, warmup=warmup)
+    if math.isfinite(offered_per_s) and served_per_s > offered_per_s:
+        why = _LIGHT_LOAD
     offered = math.isfinite(offered_per_s) and f"{offered_per_s:,.4g}" != f"{served_per_s:,.4g}"
     if f"{served_per_s:,.4g}" != f"{completed_per_s:,.4g}":
         text = f"; {served_per_s:,.4g} served{why}"
@@ -157,6 +164,14 @@ def rates_text(
     else:
         return ""
     return text + (f"; {offered_per_s:,.4g} offered" if offered else "")
+
+
+# why a run's served rate (its completions per second) is above the rate offered
+_LIGHT_LOAD = (
+    " (the completions per second: at a load this light each request finishes before the next "
+    "arrives, so all n over the arrivals' span and the last one's latency read above the n - 1 "
+    "arrivals after the first over that span)"
+)
 
 
 def _served_why(kept_up: bool | None, *, users: int | None, stopped: bool, trace: bool, warmup: bool) -> str:

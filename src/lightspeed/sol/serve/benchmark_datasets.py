@@ -47,7 +47,7 @@ def _data_file() -> Path:
 
 
 @functools.lru_cache(maxsize=2)
-def load_benchmark_datasets(path: Path | None = None) -> dict[str, BenchmarkDataset]:
+def load_benchmark_datasets(path: Path | str | None = None) -> dict[str, BenchmarkDataset]:
     """Every dataset of the shipped data file (or ``path``), by name."""
     file = path or _data_file()
     fields = Fields(str(file), load_toml(file))

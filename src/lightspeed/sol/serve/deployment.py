@@ -232,6 +232,25 @@ def _host_bytes_per_s(cluster: Cluster) -> float:
     return link.per_direction_bytes_per_s
 
 
+def _check_sequence_caps(plan: InferencePlan, config: SchedulerConfig) -> None:
+    """Refuse a cap on sequences per rank (``max_num_seqs``) beside a different cap per replica
+    (the plan's ``max_batch``, spread over its attention ranks): they are one knob of the server
+    under two names (vLLM's ``max_num_seqs``, SGLang's ``--max-running-requests``, TensorRT-LLM's
+    ``max_batch_size``: each stack has one, the most sequences a rank's scheduler runs), so two
+    different values are a mistake, and applying either one silently would hide it."""
+    if config.max_sequences_per_rank is None or plan.max_batch is None:
+        return
+    per_rank = max(plan.max_batch // plan.dp_attention, 1)
+    if config.max_sequences_per_rank == per_rank:
+        return
+    ranks = f" ({per_rank:,} per attention rank)" if plan.dp_attention > 1 else ""
+    raise UserInputError(
+        f"--max-num-seqs {config.max_sequences_per_rank:,} and --max-batch {plan.max_batch:,}{ranks} are "
+        "the same cap on the sequences a rank runs (vLLM's max_num_seqs, TensorRT-LLM's max_batch_size) "
+        "with different values: give one of them"
+    )
+
+
 def _max_sequences(plan: InferencePlan, config: SchedulerConfig, memory: MemoryArrays, kv_tokens: int) -> int:
     """Sequences one rank's scheduler admits: the user's cap, else the least of one KV block each
     and the server's defaults as the analytic engine applies them (its cap on sequences, a wide-EP
@@ -282,6 +301,7 @@ def simulated_deployment(
     """
     config = scheduler or SchedulerConfig()
     validate_inference_plan(plan, model, num_gpus)
+    _check_sequence_caps(plan, config)
     check_gpus(plan, cluster)
     hardware = inference_hardware_for(cluster, plan, efficiency, serving, model=model)
     if speculation is None and plan.speculative is not None:

@@ -242,7 +242,7 @@ def _checkpoint(table: Fields, sources: Mapping[str, object]) -> MlperfCheckpoin
 
 
 @functools.lru_cache(maxsize=2)
-def load_mlperf_workloads(path: Path | None = None) -> dict[str, MlperfWorkload]:
+def load_mlperf_workloads(path: Path | str | None = None) -> dict[str, MlperfWorkload]:
     """Every MLPerf LLM workload of the shipped data file, by name."""
     file = path or _data_file()
     fields = Fields(str(file), load_toml(file))

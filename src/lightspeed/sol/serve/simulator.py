@@ -52,6 +52,7 @@ from lightspeed.sol.serve.workload import (
     ServingWorkload,
     generate_requests,
 )
+from lightspeed.units import format_duration
 from lightspeed.workload import TransformerSpec
 
 Array = Any
@@ -90,8 +91,10 @@ class SimulationResult(Record):
     throughout), and the rate requests flowed through decoding from the first completion to the last
     measured arrival (:func:`_decode_flow_rate`: the ramp and the drain left out); for
     a closed loop, the rate while every user is busy (:func:`_closed_loop_rate`: Little's law, the
-    users over their mean latency, the start's queue and the drain left out). It is never above
-    ``offered_requests_per_s``, the rate the measured requests arrived at (their count after the
+    users over their mean latency, the start's queue and the drain left out). It is never below
+    ``requests_per_s`` and otherwise never above ``offered_requests_per_s`` (at a light load, each
+    request done before the next arrives, the completions read above the arrivals:
+    :func:`_open_loop_rate`), the rate the measured requests arrived at (their count after the
     first over the span of their arrivals; NaN for a closed loop, whose users send as fast as they
     are served, and where fewer than two arrived). ``output_tokens_per_s`` is the measured
     completions' output tokens over the same span as ``requests_per_s`` (the drain included: a
@@ -460,6 +463,8 @@ def _result(
     ttft_stats, tpot_stats = LatencyStats.of(ttft), LatencyStats.of(tpot)
     # the SLO scores every measured request the run offered (arrived by its end), finished or not
     scored = measured & arrived
+    if horizon_s is not None and not scored.any():
+        raise UserInputError(_horizon_problem(outcome, measured, horizon_s, workload.warmup_requests))
     scored_ttft, scored_tpot = (values[scored] for values in _per_request(outcome)[:2])
     iterations = np.maximum(outcome.iteration_steps, 1.0)  # a separate prompt step: one, no decode step
     counted = outcome.iteration_start_s >= start  # iterations of the measured part of the run
@@ -492,6 +497,7 @@ def _result(
         offered = offered_rate(outcome.arrival_s[scored])
         served = _open_loop_rate(
             offered,
+            completed_per_s=overall,
             kept_up=None if run_settling is None else run_settling.settled,
             busy_per_s=max(
                 _busy_rate(outcome.arrival_s, outcome.finish_s, end),
@@ -561,9 +567,9 @@ def _result(
             if horizon_s is None
             else _undecided(slo, scored_ttft, finished[scored], horizon_s - outcome.arrival_s[scored]),
         ),
-        series=time_series(
-            arrival_s=outcome.arrival_s[arrived] - start,
-            finish_s=outcome.finish_s[arrived] - start,
+        series=time_series(  # the measured requests in flight, as mean_in_flight counts them
+            arrival_s=outcome.arrival_s[scored] - start,
+            finish_s=outcome.finish_s[scored] - start,
             start_s=outcome.iteration_start_s - start,
             duration_s=outcome.iteration_s,
             queue=outcome.iteration_queue,
@@ -577,6 +583,20 @@ def _result(
         offered_requests_per_s=math.nan if offered is None else offered,
         settling=run_settling,
         _outcome=outcome,
+    )
+
+
+def _horizon_problem(outcome: EngineOutput, measured: Array, horizon_s: float, warmup: int) -> str:
+    """Why a run stopped at ``horizon_s`` has nothing to measure: no measured request (none of the
+    first ``warmup`` to arrive) arrived by then, so every figure would be of none."""
+    arrivals = outcome.arrival_s[measured]
+    first = float(arrivals.min(initial=math.inf))
+    which = f"the first after the {_counted(warmup, 'warm-up request')}" if warmup else "the first"
+    when = f" ({which} arrives at {format_duration(first)})" if math.isfinite(first) else ""
+    lower = " or lower --warmup (warmup_requests)" if warmup else ""
+    return (
+        f"the horizon of {format_duration(horizon_s)} ends before any measured request arrives{when}: "
+        f"raise --horizon (horizon_s){lower}"
     )
 
 
@@ -617,25 +637,39 @@ def _measured(arrival_s: Array, warmup: int) -> Array:
     return measured
 
 
-def _open_loop_rate(offered: float, *, kept_up: bool | None, busy_per_s: float, overall: float) -> float:
+def _open_loop_rate(
+    offered: float,
+    *,
+    kept_up: bool | None,
+    busy_per_s: float,
+    overall: float,
+    completed_per_s: float = 0.0,
+) -> float:
     """Requests per second a deployment serves requests that arrive over time: the rate they were
     ``offered`` at (:func:`~lightspeed.sol.serve.run_metrics.offered_rate`) where the run kept up
     (``kept_up``: it settled, :class:`~lightspeed.sol.serve.run_metrics.Settling`), else the lower
     of that and ``busy_per_s`` (:func:`_busy_rate`: a deployment that falls behind is busy from the
     first arrival to the end, so that is about its capacity, and one whose settling is not known
     is not credited with more than it completed); ``overall`` where requests do not arrive over
-    time. Never above the offered rate: a run cannot serve more than it is offered.
+    time. Never above the offered rate (a run cannot serve more than it is offered) except to reach
+    ``completed_per_s``, the measured completions per second, which it served: the offered rate
+    counts the n - 1 arrivals after the first over their n - 1 gaps, the completions all n over
+    those gaps and the last request's latency, so where that latency is shorter than a gap (a light
+    load: every request done before the next arrives) the completions read above the arrivals.
 
-    >>> _open_loop_rate(1.0, kept_up=True, busy_per_s=0.8, overall=0.7)
+    >>> _open_loop_rate(1.0, completed_per_s=0.6, kept_up=True, busy_per_s=0.8, overall=0.7)
     1.0
-    >>> _open_loop_rate(1.0, kept_up=False, busy_per_s=0.8, overall=0.7)
+    >>> _open_loop_rate(1.0, completed_per_s=0.6, kept_up=False, busy_per_s=0.8, overall=0.7)
     0.8
-    >>> _open_loop_rate(1.0, kept_up=False, busy_per_s=1.3, overall=0.7)  # a backlog draining
+    >>> _open_loop_rate(1.0, completed_per_s=0.6, kept_up=False, busy_per_s=1.3, overall=0.7)  # draining
     1.0
+    >>> # 3 arrivals 1 s apart (offered 2 / 2 s), each done 0.5 s later: 3 completions over 2.5 s
+    >>> _open_loop_rate(1.0, completed_per_s=3.0 / 2.5, kept_up=None, busy_per_s=1.2, overall=1.2)
+    1.2
     """
     if not math.isfinite(offered):
         return overall
-    return offered if kept_up else min(offered, busy_per_s)
+    return max(offered if kept_up else min(offered, busy_per_s), completed_per_s)
 
 
 def _busy_rate(arrival_s: Array, finish_s: Array, end_s: float) -> float:

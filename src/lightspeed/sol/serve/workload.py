@@ -32,6 +32,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -658,13 +659,21 @@ def _arrivals_per_s(path: Path, records: list[tuple[int, dict[str, Any]]]) -> fl
     )
 
 
-def load_request_trace(path: Path) -> RequestTrace:
+def _file_path(path: object, example: str) -> Path:
+    """``path`` (a :class:`~pathlib.Path` or its text) as a Path; anything else refused in one line."""
+    hint = f"a file's path, e.g. {example!r}"
+    check_kind("path", path, (str, os.PathLike), hint, what="a path or its text")
+    return Path(path)  # type: ignore[arg-type]  # checked above
+
+
+def load_request_trace(path: str | os.PathLike[str]) -> RequestTrace:
     """Read a trace of requests: CSV with a header, or JSONL, with an arrival time in seconds
     (``arrival_s``, ``timestamp`` ...), prompt tokens (``input_tokens``, ``prompt_tokens``, ``isl``
     ...) and output tokens (``output_tokens``, ``osl`` ...) per request; a JSONL trace in
     Mooncake's format (``timestamp``, ``input_length``, ``output_length``) has its timestamps in
     milliseconds, and a CSV with those columns is refused (:func:`_arrivals_per_s`). Arrivals are
-    sorted and shifted to start at zero."""
+    sorted and shifted to start at zero. ``path``: a :class:`~pathlib.Path` or its text."""
+    path = _file_path(path, "trace.csv")
     records = _records(path, read_text(path, what="request trace"))
     if not records:
         raise DataFileError(path, "the trace holds no requests", fix="write one request per line")
@@ -734,9 +743,11 @@ _GROUPED_COUNT: Final = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
 _COLUMN_FIX: Final = "write one token count per line, or pick a CSV/JSONL column with file:PATH:COLUMN"
 
 
-def load_lengths(path: Path, column: str | None = None) -> LengthDistribution:
-    """An empirical distribution from a file of lengths: one whole number per line (``1,024``
-    grouped in thousands is 1024), or a CSV/JSONL column (``column``, e.g. ``input_tokens``)."""
+def load_lengths(path: str | os.PathLike[str], column: str | None = None) -> LengthDistribution:
+    """An empirical distribution from a file of lengths (``path``: a :class:`~pathlib.Path` or its
+    text): one whole number per line (``1,024`` grouped in thousands is 1024), or a CSV/JSONL
+    column (``column``, e.g. ``input_tokens``)."""
+    path = _file_path(path, "lengths.txt")
     text = read_text(path, what="length file")
     values = _plain_lengths(path, text) if column is None else _column_lengths(path, text, column)
     if not values:
