@@ -310,7 +310,8 @@ def render_validation(report: ValidationReport) -> None:
     for row in (report.rows[index] for index in shown):
         measured = "-" if row.measured is None else cell_text(row.metric, row.measured)
         predicted = "-" if row.predicted is None else cell_text(row.metric, row.predicted)
-        note = plain(row.reason) if row.status != "ok" else ""  # "[[row.also]]" is no markup
+        # a refusal's reason, or a caveat of a predicted row (a static batch capped to what fits)
+        note = plain(row.reason)  # "[[row.also]]" is no markup
         rows.append(
             [
                 row.id,

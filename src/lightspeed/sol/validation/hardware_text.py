@@ -30,8 +30,11 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   (:func:`lightspeed.catalog.clusters.spread_over_domains`);
 * a row with no GPUs cell counts what the hardware cell writes before a part: ``4x H100`` and
   ``8×H100`` are 4 and 8 GPUs, ``2x DGX H100`` two systems of 8; or after it (``TPU v5e x8``,
-  ``TPU v6e (Trillium) 256 chips``); a Google slice name counts its chips (``v5p-128`` is 64:
-  v4 and v5p slices count TensorCores, two per chip) (:func:`row_gpus`);
+  ``TPU v6e (Trillium) 256 chips``; after a system it counts systems, ``DGX H100 x 4`` and ``A3
+  Mega (8x H100) x 2``); a Google slice name counts its chips (``v5p-128`` is 64: v4 and v5p
+  slices count TensorCores, two per chip); nodes counted beside a node's GPUs multiply them
+  (``8x H100, 4 nodes`` is 32), and nodes of a part alone are its usual node's (``H100 SXM, 4
+  nodes``: 4 DGX H100 of 8, said as assumed) (:func:`row_gpus`);
 * a TPU names its pod, and the row's chips are a slice of it
   (:func:`lightspeed.catalog.torus.torus_slice`); PCIe cards no catalog system is built from run
   in servers of up to eight, joined by assumed NICs beyond that (:mod:`lightspeed.catalog.cards`).
@@ -86,11 +89,16 @@ _GENERIC_LINK_PREFIX: Final = {"ethernet": "ethernet-", "infiniband": "ib-", "ef
 # not ``NVSwitch 600GB/s``); ``GbE`` names Ethernet itself
 # (a count as written, with its sign or fraction, ``-8x``, ``1.5x``: :func:`_nic_count` refuses them)
 _NIC_COUNT: Final = r"(?P<count>(?<![\w.-])-\d+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?)"
+# (a Tb/s speed may have a fraction: AWS quotes p5.48xlarge's EFA per instance as ``3.2 Tbps``; a
+# Tb/s figure beside another network, ``3.2Tbps RoCE``, is a node's total over ports the text does
+# not count, read as the network's name alone)
 _LINK_SPEED: Final = re.compile(
-    rf"(?<![\w.])(?:{_NIC_COUNT}\s*[x×*]\s*)?(?P<number>\d+)\s*"
-    r"(?P<unit>[Gg][Bb][Ee]|Gb/s|Gbit/s|[Gg]bps|Gb|GB/s|G)(?![\w/])"
+    rf"(?<![\w.])(?:{_NIC_COUNT}\s*[x×*]\s*)?(?P<number>\d+\.\d+(?=\s*T)|\d+)\s*"
+    r"(?P<unit>[Gg][Bb][Ee]|Gb/s|Gbit/s|[Gg]bps|Gb|GB/s|G|Tb/s|Tbit/s|[Tt]bps|Tb)(?![\w/])"
 )
-_BITS_PER_UNIT: Final = {"GB/s": 8}
+# Gb/s in one of the unit (a byte is 8 bits, a Tb/s 1,000 Gb/s); 1 for the rest
+_TERA_UNITS: Final = frozenset({"Tb/s", "Tbit/s", "Tbps", "tbps", "Tb"})
+_GBIT_PER_UNIT: Final = {"GB/s": 8, **dict.fromkeys(_TERA_UNITS, 1000)}
 # the word before a speed, across punctuation for a bit rate (``InfiniBand: 200Gb/s``), across spaces
 # only for ``G`` alone or a byte rate (``H100 80G, RoCE 400G``: the 80G is the part's); the word after
 # it across spaces only (``NVSwitch 600GB/s, EFA 400 Gb/s``: the 600 GB/s is NVLink's)
@@ -316,7 +324,7 @@ def _stated_links(text: str) -> list[_StatedLink]:
         family_before = _network_family(before.group(1)) if before else None
         family_after = _network_family(after.group(1)) if after else None
         family = "ethernet" if match["unit"].lower() == "gbe" else family_before or family_after
-        if family is None:
+        if family is None or (family != "efa" and match["unit"] in _TERA_UNITS):
             continue
         start = before.start() if before and family_before else match.start()
         end = match.end() + (after.end() if after and family_after else 0)
@@ -345,13 +353,13 @@ def _speed_gbit_per_s(match: re.Match[str], text: str) -> int:
     """The Gb/s a :data:`_LINK_SPEED` match states; refused above any link's (its digits are
     counted before they are read: Python reads no integer of over 4,300 digits)."""
     number = match["number"]
-    gbit_per_s = int(number) * _BITS_PER_UNIT.get(match["unit"], 1) if len(number) <= 9 else None
+    gbit_per_s = float(number) * _GBIT_PER_UNIT.get(match["unit"], 1) if len(number) <= 9 else None
     if gbit_per_s is None or gbit_per_s > _MAX_LINK_GBIT_PER_S:
         raise HardwareTextError(
             f"hardware {_shown(text)!r} states a network speed of {_shown(number)} {match['unit']}, above "
             f"any link's ({_MAX_LINK_GBIT_PER_S:,} Gb/s, 1 PB/s); write the speed its NICs run at"
         )
-    return gbit_per_s
+    return round(gbit_per_s)
 
 
 def _shown(written: str) -> str:
@@ -603,9 +611,12 @@ def _gpus(count: int) -> str:
 # GPUs each)``, ``128 hosts, 8 GPUs``, ``2 nodes of 8 H100``, ``64x8``, ``2 x 8 H100``, a
 # rack-scale system's compute trays (``12 trays x 4 GPUs``, ``12 compute trays (4 GPUs each)``)
 # (a count glued to a part, ``8xH100``, is not a product, nor a TPU topology, ``tpu7x-4x8x8``).
+# A number followed by a link speed's or a memory size's unit is neither (``4 nodes, 400G IB``,
+# ``2 nodes (200Gb/s IB)``, ``4 nodes, 80GB``): no node's GPU count.
+_NOT_A_SPEED_OR_SIZE: Final = r"(?!\s*(?-i:[GTM](?:bit|bps|bE|b|B|iB)?)(?:/s)?(?![A-Za-z]))"
 _NODES_TIMES_GPUS: Final = re.compile(
     r"(?<![\w.])(\d[\d,]*)\s*(?:(?:nodes?|hosts?|servers?|systems?|(?:compute\s+)?trays?)\s*(?:[x×*(,]|of|with)"
-    r"|[x×*])\s*(\d+)(?![\d.])(?!\s*[x×]\s*\d)",
+    rf"|[x×*])\s*(\d+)(?![\d.]){_NOT_A_SPEED_OR_SIZE}(?!\s*[x×]\s*\d)",
     re.IGNORECASE,
 )
 
@@ -759,9 +770,74 @@ def _hardware_cell_gpus(catalog: Catalog, text: str) -> tuple[int, str]:
         nodes, per_node, written = product
         named_system(catalog, text)  # the cell must name a part
         return nodes * per_node, f"GPUs from the hardware cell: '{written}' is {nodes} x {per_node}"
+    systems = _systems_counted_after(catalog, text)
+    if systems is not None:
+        return systems
     match = _COUNT_BEFORE_PART.search(text)
     if match is None:
         return _count_after_part(catalog, text)
+    gpus, note, counts_systems = _count_before_part(catalog, text, match)
+    return (gpus, note) if counts_systems else _times_nodes_after(catalog, text, match, gpus, note)
+
+
+# ``4 nodes``, ``2 hosts``, ``16 instances``: the nodes a hardware cell counts beside its part
+_NODES_COUNTED: Final = re.compile(
+    r"(?<![\w.])(\d[\d,]*)\s*(?:nodes?|hosts?|servers?|instances?)\b", re.IGNORECASE
+)
+# ``DGX H100 x 4``, ``A3 Mega (8x H100) x 2``: a count after a name or its parenthesis
+_COUNT_AFTER_NAME: Final = re.compile(r"(?<=[\w)])\s+[x×]\s*(\d+)(?![\w.])", re.IGNORECASE)
+# the systems a count after their name counts (a pod's slices are counted by their chips)
+_COUNTED_SYSTEM_TYPES: Final = frozenset({"node", "rack"})
+
+
+def _systems_counted_after(catalog: Catalog, text: str) -> tuple[int, str] | None:
+    """(GPUs, note) of a count after a system of several GPUs, which counts systems as a count
+    before it does (``DGX H100 x 4`` and ``p5.48xlarge x 4`` are 32 GPUs, ``A3 Mega (8x H100) x 2``
+    16); ``None`` where no such count follows a system's name."""
+    match = _COUNT_AFTER_NAME.search(text)
+    if match is None:
+        return None
+    head = re.sub(r"\([^()]*\)", " ", text[: match.start()])
+    if _COUNT_BEFORE_PART.search(head) or not head.strip():
+        return None
+    try:
+        system, span = named_system(catalog, head)
+    except HardwareTextError:
+        return None
+    if not _names_whole_system(catalog, system, span) or system.system_type not in _COUNTED_SYSTEM_TYPES:
+        return None
+    count = int(match.group(1))
+    if count < 1:
+        raise RowError(f"hardware {text!r} counts {count} systems; give at least one")
+    gpus = count * system.num_accelerators
+    return (
+        gpus,
+        f"GPUs from the hardware cell: '{span} x {count}' is {count} x {_gpus(system.num_accelerators)}",
+    )
+
+
+def _times_nodes_after(
+    catalog: Catalog, text: str, match: re.Match[str], gpus: int, note: str
+) -> tuple[int, str]:
+    """(GPUs, note) of a count before a GPU that one node holds (at most its system's node),
+    times the nodes the cell counts after it: ``8x H100, 4 nodes`` and ``8x H100 per node, 4 nodes``
+    are 32 GPUs; ``32x H100 (4 nodes)`` stays the job's 32."""
+    nodes = _NODES_COUNTED.search(text, match.end())
+    if nodes is None:
+        return gpus, note
+    system, _ = named_system(catalog, text[match.end() :])
+    per_node = node_gpus(system) if system.system_type == "node" else MAX_GPUS_PER_NODE
+    num_nodes = int(nodes.group(1).replace(",", ""))
+    if num_nodes < 1:
+        raise RowError(f"hardware {text!r} counts {num_nodes} nodes; give at least one")
+    if gpus > (per_node or MAX_GPUS_PER_NODE) or num_nodes == 1:
+        return gpus, note
+    return num_nodes * gpus, f"{note} per node, on '{nodes.group(0)}': {num_nodes} x {gpus}"
+
+
+def _count_before_part(catalog: Catalog, text: str, match: re.Match[str]) -> tuple[int, str, bool]:
+    """(GPUs, note, whether it counts systems) of the count a hardware cell writes before its part
+    (``8x H100``: 8 GPUs, ``2x DGX H100``: two systems of 8)."""
     count = int(match.group(1))
     if count < 1:
         raise RowError(f"hardware {text!r} counts {count} parts; give at least one")
@@ -778,7 +854,7 @@ def _hardware_cell_gpus(catalog: Catalog, text: str) -> tuple[int, str]:
     whole = not counts_gpus and _names_whole_system(catalog, system, span)
     gpus = count * system.num_accelerators if whole else count
     what = f"{count} x {_gpus(system.num_accelerators)}" if whole else _gpus(count)
-    return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}"
+    return gpus, f"GPUs from the hardware cell: '{match.group(0)}{span}' is {what}", whole
 
 
 def _names_whole_system(catalog: Catalog, system: System, span: str) -> bool:
@@ -815,14 +891,38 @@ def _count_next_to_part(catalog: Catalog, text: str) -> tuple[int, str]:
         return gpus, f"GPUs from the hardware cell: '{before.strip()} {span}' is {_gpus(gpus)}"
     count = re.search(r"(?<![\w.])(\d[\d,]*)\s*$", before)
     if count is None:
-        raise RowError(
-            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
-            "(e.g. '8x H100')"
-        )
+        return _nodes_of_usual_size(system, text)
     gpus = int(count.group(1).replace(",", ""))
     if gpus < 1:
         raise RowError(f"hardware {text!r} counts {gpus} parts; give at least one")
     return gpus, f"GPUs from the hardware cell: '{count.group(1)} {span}' is {_gpus(gpus)}"
+
+
+def _nodes_of_usual_size(system: System, text: str) -> tuple[int, str]:
+    """(GPUs, note) of a cell that counts nodes of a part but not their GPUs (``H100 SXM, 4
+    nodes``): that many of the part's usual node (a DGX H100's 8), the assumption said in the note;
+    refused where the part has no usual node of several GPUs, or no nodes are counted."""
+    nodes = _NODES_COUNTED.search(text)
+    per_node = node_gpus(system) if system.system_type != "single-gpu" else None
+    if nodes is None:
+        raise RowError(
+            "GPUs is not reported: fill the GPUs column, or write the count in the hardware cell "
+            "(e.g. '8x H100')"
+        )
+    if per_node is None:
+        raise RowError(
+            f"hardware {_shown(text)!r} counts '{nodes.group(0)}' but not the GPUs in each, and "
+            f"{system.name} has no usual node: fill the GPUs column, or write the GPUs per node (e.g. '8x "
+            f"{system.accelerator.name}, {nodes.group(0)}')"
+        )
+    num_nodes = int(nodes.group(1).replace(",", ""))
+    if num_nodes < 1:
+        raise RowError(f"hardware {text!r} counts {num_nodes} nodes; give at least one")
+    return num_nodes * per_node, (
+        f"GPUs from the hardware cell: '{nodes.group(0)}' is {num_nodes} x {per_node} (assumed: "
+        f"{system.name}'s {per_node} GPUs a node, the part's usual node; write the GPUs per node to say "
+        "otherwise)"
+    )
 
 
 # words that make a system named without a count many of them, or a slice of one: ``DGX H100

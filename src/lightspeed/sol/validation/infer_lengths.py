@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from lightspeed.sol.validation.infer_layout import INTEGER
@@ -73,10 +74,16 @@ _HALF_SEPARATOR = (
 _NUMBER_END = r"(?!\d|\.\d)"
 
 
+# a length written as approximate: ``~1000``, ``≈1000``, ``about 1000``, ``approx. 1000``
+_APPROXIMATE: Final = r"(?:~|≈|\babout\s+|\bapprox(?:\.|imately)?\s*)"
+
+
 def _length_half(label: str, group: str) -> str:
-    """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named ``group``."""
+    """``label N`` or ``N label`` (an optional ``tokens`` after the number), the number named
+    ``group``; the number may be written as approximate (``input ~1000``: :data:`_APPROXIMATE`)."""
     return (
-        rf"(?:(?:\b|(?<=_)){label}\s*(?:of\s+)?[=:]?\s*(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
+        rf"(?:(?:\b|(?<=_)){label}\s*(?:of\s+)?[=:]?\s*{_APPROXIMATE}?"
+        rf"(?P<{group}_a>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}"
         rf"|(?P<{group}_b>{_COUNT[1:-1]}){_NUMBER_END}{_TOKEN_WORD}\s+{label}\b{_TOKEN_WORD})"
     )
 
@@ -107,21 +114,69 @@ def input_output(text: str, seq: str = "") -> tuple[int, int] | None:
     >>> input_output("osl/isl 256/1024"), input_output("output 256, input 1024")
     ((1024, 256), (1024, 256))
     """
+    found = _lengths_written(text, seq)
+    return None if found is None else (token_count(found[0]), token_count(found[1]))
+
+
+def _lengths_written(text: str, seq: str) -> tuple[str, str, str] | None:
+    """(input, output, the words that state both) of :func:`input_output`, as written."""
     bare = _BARE_PAIR.fullmatch(seq.lower())
     if bare:
-        return token_count(bare.group(1)), token_count(bare.group(2))
+        return bare.group(1), bare.group(2), bare.group(0).strip()
     for pattern, output_first in ((_ISL_OSL, False), (_OSL_ISL, True)):
         match = pattern.search(text)
         if match:
             first, second = (group for group in match.groups() if group is not None)
             isl, osl = (second, first) if output_first else (first, second)
-            return token_count(isl), token_count(osl)
+            return isl, osl, match.group(0).strip()
     labelled = _LABELLED_LENGTHS.search(text) or _OUTPUT_FIRST_LENGTHS.search(text)
     if labelled is None:
         return None
     isl = labelled.group("isl_a") or labelled.group("isl_b")
     osl = labelled.group("osl_a") or labelled.group("osl_b")
-    return token_count(isl), token_count(osl)
+    return isl, osl, labelled.group(0).strip()
+
+
+def approximate_lengths(text: str, seq: str = "") -> str | None:
+    """The words of the lengths :func:`input_output` reads, where they are written as approximate
+    (``input ~1000, output ~1000``, ``~20k input / ~2k output``), else ``None``: the lengths are
+    read as written (the figure's nominal lengths), and the caller says so.
+
+    >>> approximate_lengths("input ~1000, output ~1000"), approximate_lengths("isl 1000 osl 1000")
+    ('input ~1000, output ~1000', None)
+    """
+    found = _lengths_written(text, seq)
+    if found is None or not re.search(_APPROXIMATE + r"\s*\d", found[2]):
+        return None
+    return found[2]
+
+
+# A length written as a range of tokens (``ISL 900-1100``, ``input length 1k to 2k``, ``900-1100
+# input tokens``): many runs, or lengths drawn from the range, never one length
+_LENGTH_RANGE_LABEL: Final = rf"(?:isl|osl|(?:input|output|prompt|generation){_LENGTH_WORD})"
+_RANGE_JOIN: Final = r"\s*(?:[-–]|to\b|\.\.)\s*"
+_LENGTH_RANGE: Final = re.compile(
+    rf"\b{_LENGTH_RANGE_LABEL}\s*(?:of\s+)?[=:]?\s*{_COUNT}{_RANGE_JOIN}{_COUNT}(?![\d.])"
+    rf"|(?<![\w.,/]){_COUNT}{_RANGE_JOIN}{_COUNT}\s*-?\s*(?:tokens?\s+)?(?:isl|osl|input|output|prompt)\b"
+)
+
+
+def length_range(text: str) -> tuple[str, str] | None:
+    """(words, the same with the range's midpoint) of a token length a lower-case ``text`` writes
+    as a range (``isl 900-1100``), if any.
+
+    >>> length_range("isl 900-1100 / osl 1000"), length_range("isl/osl 1000/1000")
+    (('isl 900-1100', 'isl 1000'), None)
+    """
+    match = _LENGTH_RANGE.search(text)
+    if match is None:
+        return None
+    low, high = (token_count(group) for group in match.groups() if group is not None)
+    words = match.group(0).strip()
+    return words, _NUMBER_RANGE.sub(str(round((low + high) / 2)), words, count=1)
+
+
+_NUMBER_RANGE: Final = re.compile(rf"{_COUNT}{_RANGE_JOIN}{_COUNT}")
 
 
 PREFILL = re.compile(rf"{_COUNT}\s*-?\s*token (?:prefill|prompt)")
@@ -193,11 +248,42 @@ def token_count(text: str) -> int:
 def written_concurrency(text: str) -> tuple[int, bool] | None:
     """(count, whether per rank) of the concurrency a lower-case load ``text`` writes
     (:data:`_CONCURRENCY`, :data:`_PER_RANK_LOAD`), if any."""
-    found = _CONCURRENCY.search(text)
+    found = next(_single_concurrencies(text), None)
     if found is None:
         return None
     count = int((found.group(1) or found.group(2)).replace(",", ""))
     return count, _PER_RANK_LOAD.match(text, found.end()) is not None
+
+
+def _single_concurrencies(text: str) -> Iterator[re.Match[str]]:
+    """Each concurrency a lower-case load ``text`` writes (:data:`_CONCURRENCY`) that is not the
+    start of a range (``concurrency 64-128``: :func:`concurrency_ranges`)."""
+    for match in _CONCURRENCY.finditer(text):
+        if not _RANGE_AFTER.match(text, match.end()):
+            yield match
+
+
+# a range of concurrencies with the users' word after it (``64-128 users``, ``8 to 64 concurrent``)
+_USERS_RANGE: Final = re.compile(
+    r"(?<![\w.,])\d[\d,]*\s*(?:[-–]|to\b|\.\.)\s*\d[\d,]*\s*"
+    r"(?:concurrent|(?:simultaneous |parallel |virtual )?(?:users|clients)\b|(?:requests?\s+)?in[ -]flight\b"
+    r"|parallel\s+requests\b)"
+)
+
+
+def concurrency_ranges(text: str) -> list[str]:
+    """The concurrency ranges a lower-case load ``text`` writes (``concurrency 64-128``,
+    ``concurrency 64 to 128``, ``64-128 users``): runs over many loads, as :func:`batch_ranges`.
+
+    >>> concurrency_ranges("concurrency 64 to 128"), concurrency_ranges("64-128 users")
+    (['concurrency 64 to 128'], ['64-128 users'])
+    """
+    ranges = [match.group(0).strip() for match in _USERS_RANGE.finditer(text)]
+    for match in _CONCURRENCY.finditer(text):
+        after = _RANGE_AFTER.match(text, match.end())
+        if after is not None:
+            ranges.append(text[match.start() : after.end()].strip())
+    return ranges
 
 
 def concurrencies_written(text: str, num_gpus: int = 1) -> dict[int, str]:
@@ -205,7 +291,7 @@ def concurrencies_written(text: str, num_gpus: int = 1) -> dict[int, str]:
     flight over the row's ``num_gpus`` (one stated per rank is on each GPU), to the words that state
     it, first written first: more than one is a row contradicting itself."""
     found: dict[int, str] = {}
-    for match in _CONCURRENCY.finditer(text):
+    for match in _single_concurrencies(text):
         count = int((match.group(1) or match.group(2)).replace(",", ""))
         per_rank = _PER_RANK_LOAD.match(text, match.end()) is not None
         found.setdefault(count * num_gpus if per_rank else count, match.group(0).strip())
@@ -214,7 +300,10 @@ def concurrencies_written(text: str, num_gpus: int = 1) -> dict[int, str]:
 
 # a batch's label and a range of them (``BS 1-256``, ``batch 8 - 64``): a sweep, no one batch
 # ``1-256``, ``1 to 256``, ``1..256``: the rest of a range after its first batch
-_RANGE_AFTER = re.compile(r"\s*(?:[-–]|to\b|\.\.)\s*\d[\d,]*")
+# (not a batch followed by its lengths: ``batch 64 - 1024/1024``, ``concurrency 8 - 2k tokens``)
+_RANGE_AFTER = re.compile(
+    r"\s*(?:[-–]|to\b|\.\.)\s*\d[\d,]*(?!\d|\.\d|\s*(?:[/:x×]\s*\d|k\b|-?\s*tokens?\b))"
+)
 
 
 def batches_written(text: str) -> dict[int, str]:

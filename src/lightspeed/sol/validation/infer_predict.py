@@ -12,8 +12,10 @@ the analytic steady state. :func:`inference_predictor` is the predictor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Final
 
 from lightspeed.catalog import Catalog, Cluster
 from lightspeed.errors import UserInputError
@@ -35,6 +37,7 @@ from lightspeed.sol.validation.infer_rows import InferenceRowSpec, read_inferenc
 from lightspeed.sol.validation.published import PublishedRow
 from lightspeed.sol.validation.readings import Reading, RowError
 from lightspeed.sol.validation.validate import RowLabel, ValidationRow, predicted_row
+from lightspeed.units import format_memory
 from lightspeed.workload import ModelRegistry, TransformerSpec
 
 
@@ -136,6 +139,7 @@ def predict_inference_setup(
     family = family_of("infer", setup.model, cluster.system.accelerator)
     band = band_for(shipped_bands(), family)
     interval: tuple[float, float] | None = None
+    caveat = ""
     try:
         if setup.simulation is not None:
             percentile = (
@@ -170,10 +174,10 @@ def predict_inference_setup(
             engine = _engine_assumptions(setup, cluster, efficiency)
             assumptions = tuple(dict.fromkeys((*setup.assumptions, *notes, *engine)))
         else:
-            predicted, plan, assumptions = _analytic(setup, cluster, efficiency)
+            predicted, plan, assumptions, caveat = _analytic(setup, cluster, efficiency)
     except UserInputError as error:
         raise RowError(str(error)) from None
-    return predicted_row(
+    row = predicted_row(
         label,
         kind="infer",
         metric=setup.metric,
@@ -188,6 +192,8 @@ def predict_inference_setup(
         stack=setup.serving.name if setup.serving is not None else "",
         family=family,
     )
+    # a predicted row's reason is its caveat (status stays ok: the figure is predicted and counted)
+    return replace(row, reason=caveat) if caveat else row
 
 
 def _estimate(
@@ -221,9 +227,11 @@ def _engine_assumptions(
 
 def _analytic(
     setup: InferenceRowSetup, cluster: Cluster, efficiency: EfficiencyModel | None
-) -> tuple[float, dict[str, object], tuple[str, ...]]:
+) -> tuple[float, dict[str, object], tuple[str, ...], str]:
+    """(figure, plan, assumptions, caveat) of the analytic steady state; the caveat flags a static
+    batch the KV cache cannot hold (:func:`_static_batch_cap`), ``''`` otherwise."""
     estimate = _estimate(setup, cluster, efficiency)
-    plan = {
+    plan: dict[str, object] = {
         **setup.plan.to_dict(),
         "batch_per_replica": estimate.batch_per_replica,
         "max_batch": estimate.max_batch,
@@ -231,7 +239,69 @@ def _analytic(
         "tpot_s": estimate.tpot_s,
         "bound": estimate.bound,
     }
-    return _value(estimate, setup.metric), plan, setup.assumptions + estimate.assumptions
+    assumptions = setup.assumptions
+    cap = _static_batch_cap(setup, estimate)
+    if cap is None:
+        return _value(estimate, setup.metric), plan, assumptions + estimate.assumptions, ""
+    stated, note, caveat = cap
+    plan["stated_batch_per_replica"] = stated
+    # the row's own "static batch of N" line says at once that N was not what was predicted
+    assumptions = tuple(f"{line}: {note}" if _STATIC_BATCH_LINE.match(line) else line for line in assumptions)
+    if assumptions == setup.assumptions:
+        assumptions = (*assumptions, note)
+    return _value(estimate, setup.metric), plan, assumptions + estimate.assumptions, caveat
+
+
+# The row reader's line for a static batch (infer_rows: ``static batch of 192``)
+_STATIC_BATCH_LINE: Final = re.compile(r"static batch of \d")
+# How far over what the KV cache holds a stated static batch is still predicted (at what it holds,
+# flagged): the KV capacity rests on shares the run may set otherwise (the runtime's share of free
+# memory, 0.9 by default in TensorRT-LLM and vLLM and raised to 0.95-0.98 by tuned runs; the
+# workspace and reserve estimates), worth tens of percent of it. Past 1.5x no such setting holds the
+# batch: the row's GPUs, precision or lengths must differ from what was read, and a figure at the
+# cap would be another run's, so the row is refused.
+MAX_STATIC_BATCH_OVER_KV: Final = 1.5
+
+
+def _static_batch_cap(setup: InferenceRowSetup, estimate: InferenceEstimate) -> tuple[int, str, str] | None:
+    """(stated batch per replica, assumption, caveat) of a static batch more than the KV cache holds,
+    which the engine runs at what it holds (the rest waits): ``None`` when it fits or is no static
+    batch. Refused past :data:`MAX_STATIC_BATCH_OVER_KV` times what fits."""
+    load, plan = setup.load, setup.plan
+    if setup.batching != "static" or load.concurrency is None or plan.disaggregated is not None:
+        return None
+    stated = load.concurrency / plan.replicas
+    if stated <= estimate.max_batch:
+        return None
+    if estimate.max_batch_limit != "kv cache":  # the row's or the server's own cap, not memory
+        held = f"the {estimate.max_batch_limit} of {estimate.max_batch}"
+        return (
+            round(stated),
+            f"over {held}: predicted at {estimate.max_batch}, not {stated:g}",
+            f"static batch of {stated:g} capped to {held}",
+        )
+    memory = estimate.memory_bytes
+    per_request = memory["kv_cache_per_request"]
+    needs = (
+        f"{stated:g} requests of {load.input_tokens + load.output_tokens:,} tokens need "
+        f"{format_memory(stated * per_request)} of {estimate.precisions.kv_cache} KV cache per GPU "
+        f"({format_memory(per_request)} each) beside {format_memory(memory['weights'])} of weights; the "
+        f"{format_memory(memory['kv_capacity'])} left for it holds {estimate.max_batch}"
+    )
+    ratio = stated / max(estimate.max_batch, 1)
+    batch = f"static batch of {stated:g}" + (" per replica" if plan.replicas > 1 else "")
+    if ratio > MAX_STATIC_BATCH_OVER_KV:
+        raise RowError(
+            f"the {batch} does not fit: {needs} ({ratio:.1f}x over; past {MAX_STATIC_BATCH_OVER_KV:g}x no "
+            "KV cache setting holds it): check the row's GPUs, precision (KV cache format) and lengths, or "
+            "write the batch the run held"
+        )
+    over = f"{ratio:.2f}x over"
+    return (
+        round(stated),
+        f"more than the KV cache holds ({needs}): predicted at {estimate.max_batch}, not {stated:g} ({over})",
+        f"{batch} capped to {estimate.max_batch}: {needs} ({over})",
+    )
 
 
 __all__ = [

@@ -31,9 +31,14 @@ release by :mod:`lightspeed.sol.validation.infer_stack`; this module reads the r
   (``trtllm-bench throughput``) unless the row states a batch or a concurrency, which wins
   (``offline`` at a stated batch is that fixed batch; the note says so); two different loads in one
   row (``concurrency 16`` and a metric ``at 64 concurrent``) are refused, naming both, and a batch
-  range (``BS 1-256``, a sweep) is no batch; ``batch N`` / ``batch size N`` / ``bsN`` is a static batch
-  of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750; ``Batch size: fixed (8)``, as
-  vLLM's latency benchmarks write it); ``concurrency N`` / ``N concurrent`` / ``N in flight``
+  or concurrency range (``BS 1-256``, ``concurrency 64 to 128``, a sweep) is refused as runs, naming
+  its cell; a length written as a range (``ISL 900-1100``) is refused, one written as approximate
+  (``input ~1000``) read as written, said in the assumptions; ``batch N`` / ``batch size N`` / ``bsN``
+  is a static batch of N (``gptSessionBenchmark``, LLM-Viewer; ``1,750`` is 1750; ``Batch size: fixed
+  (8)``, as vLLM's latency benchmarks write it), predicted at what the KV cache holds where it holds
+  fewer (said, and flagged in the row's reason; refused past 1.5x:
+  :func:`~lightspeed.sol.validation.infer_predict.predict_inference_setup`); ``concurrency N`` /
+  ``N concurrent`` / ``N in flight``
   is continuous batching with N requests in flight; ``request rate R`` / ``R req/s`` Poisson
   arrivals at R per second; an infinite request rate (``QPS INF``,
   ``--request-rate inf``) without a concurrency every request sent at once (the row's request
@@ -104,10 +109,13 @@ from lightspeed.sol.validation.infer_lengths import (
     INPUT_LENGTH,
     INPUT_ONLY,
     PREFILL,
+    approximate_lengths,
     batch_ranges,
     batches_written,
     concurrencies_written,
+    concurrency_ranges,
     input_output,
+    length_range,
     load_list,
     stated_concurrency,
     token_count,
@@ -314,6 +322,14 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
     dataset = find_benchmark_dataset(_load_cells(row))
     # the run's means stand for the lengths, or beside a dataset for its means (below)
     lengths: tuple[int, int] | None = None
+    spread = length_range(text)
+    if spread is not None:
+        words, at_middle = spread
+        raise RowError(
+            f"the length '{words}' is a range of tokens{_in_cell(row, words)}, not one length: write the "
+            f"length the figure was measured at (for lengths drawn from the range, their mean, e.g. "
+            f"'{at_middle}')"
+        )
     if run is None:
         lengths = input_output(text, row.text("seq"))
     elif dataset is None:
@@ -374,8 +390,18 @@ def _load(row: PublishedRow, num_gpus: int = 1) -> _RowLoad:
             "the row gives no ISL/OSL or prompt length (write them in the seq cell, e.g. 'ISL/OSL 1024/256')"
         )
     return _batching(row, text, isl, osl, decode, num_gpus=num_gpus)._replace(
-        lengths_note=run[2] if run else ""
+        lengths_note=run[2] if run else _approximate_note(text, row.text("seq"), isl, osl)
     )
+
+
+def _approximate_note(text: str, seq: str, isl: int, osl: int) -> str:
+    """What the assumptions say of lengths written as approximate (``input ~1000, output ~1000``):
+    read as the numbers written, the run's nominal lengths (a benchmark's ``~1000`` is its setting,
+    its requests near it), else ``''``."""
+    words = approximate_lengths(text, seq)
+    if words is None:
+        return ""
+    return f"lengths written as approximate ('{words}'): read as {isl:,} input and {osl:,} output tokens"
 
 
 def _no_output_length_under_load(row: PublishedRow, text: str) -> None:
@@ -408,18 +434,18 @@ def _batching(
     batches, ranges = batches_written(text), batch_ranges(text)
     size = _static_batch(row, text, batches, ranges)
     written = written_concurrency(text)
+    most = _MAX_LOAD.search(text)
+    runs_of = [(words, "batch") for words in ranges] + [
+        (words, "concurrency") for words in concurrency_ranges(text)
+    ]
+    if runs_of and size is None and written is None and most is None:
+        raise _range_of_runs(row, *runs_of[0])
     if written is None and (unread := CONCURRENCY_VALUE.search(text)) is not None:
         raise RowError(
             f"the concurrency '{unread.group(0).strip()}' is not a whole number of requests written in "
             "digits (e.g. 64)"
         )
     _refuse_two_loads(row, batches, concurrencies_written(text, num_gpus))
-    most = _MAX_LOAD.search(text)
-    if ranges and size is None and written is None and most is None:
-        raise RowError(
-            f"the batch '{ranges[0]}' is a range of runs, not the batch the figure was measured at: "
-            "write that batch ('batch 64'), or 'offline' for the server at its most load"
-        )
     # a batch or concurrency the row states wins over words of the most load ('offline', 'max
     # throughput'): offline with a stated batch is that fixed batch
     if size is not None:
@@ -474,6 +500,24 @@ def _batching(
     return _RowLoad(
         ServingLoad(isl, osl, concurrency=1), "continuous", "no batch stated: one request at a time"
     )
+
+
+def _range_of_runs(row: PublishedRow, words: str, what: str) -> RowError:
+    """The refusal of a batch or concurrency written as a range (``batch size 32-64``,
+    ``concurrency 64 to 128``): runs over many loads, one figure each, never the first of them."""
+    first = re.search(r"\d[\d,]*", words)
+    example = f"{what} {first.group(0) if first else 64}"
+    return RowError(
+        f"the {what} '{words}' is a range of runs{_in_cell(row, words)}, not the {what} the figure was "
+        f"measured at: write one value per row, each with its own measured value (e.g. '{example}'), or "
+        "'offline' for the server at its most load"
+    )
+
+
+def _in_cell(row: PublishedRow, words: str) -> str:
+    """`` in the global_batch cell`` for the load cell whose lower-case text holds ``words``."""
+    cell = next((name for name in ("seq", "global_batch", "metric") if words in row.text(name).lower()), None)
+    return f" in the {cell} cell" if cell else ""
 
 
 def _static_batch(row: PublishedRow, text: str, batches: dict[int, str], ranges: list[str]) -> int | None:

@@ -13,6 +13,7 @@ is refused with the ratio, never predicted. The fix is said in the syntax of the
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,7 +22,7 @@ from lightspeed.records import Record
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.readings import TABLE_ROW, Reading, RowError, RowSyntax
 from lightspeed.units import bytes_per_element
-from lightspeed.workload import TransformerSpec, parameter_counts
+from lightspeed.workload import TransformerSpec, kv_cache_bytes_per_token, parameter_counts
 
 # FLOPs each token costs at the least: a training step's forward and backward matmuls (6 per active
 # parameter), a served token's forward matmuls (2); attention only adds to them
@@ -87,35 +88,66 @@ def check_training_figure(
         raise RowError(reading.problem)
     implied = _training_flop_per_s_per_gpu(reading, model, num_gpus, seq_len, tokens_per_step)
     check_below_peak(reading, implied, accelerator, "6 FLOPs per active parameter per token", syntax=syntax)
-    _check_time_not_too_long(reading, implied, accelerator, syntax=syntax)
+    _check_not_too_slow(reading, implied, accelerator, num_gpus, syntax=syntax)
 
 
-# The least share of one GPU's fastest dense peak a training time may imply (at 6 FLOPs per active
-# parameter per token): 0.5%. The slowest published runs reach about 5% of their BF16 peak (small
-# models, slow networks), at least 1.25% of the fastest peak (FP4 on Blackwell is 4x BF16); a time
-# written in the wrong unit (s for ms, 1,000x) or a thousands slip is a hundred times below this
+# The least share of one GPU's fastest dense peak a training figure, a rate or a time, may imply (at
+# 6 FLOPs per active parameter per token): 0.5%. The slowest published runs reach about 5% of their
+# BF16 peak (small models, slow networks), at least 1.25% of the fastest peak (FP4 on Blackwell is 4x
+# BF16); a figure in the wrong unit (s for ms, tokens/s for thousands of them, 1,000x) or a thousands
+# slip is a hundred times below this
 TRAINING_MIN_PEAK_FRACTION: Final = 0.005
+# a number written with a point every three digits (``5.000``, ``1.050``, ``82.000``): Europe's
+# thousands separator, 5,000 and 1,050
+_EUROPEAN_THOUSANDS: Final = re.compile(r"^\s*\d{1,3}(?:\.\d{3})+\s*$")
 
 
-def _check_time_not_too_long(
-    reading: Reading, flop_per_s_per_gpu: float | None, accelerator: Accelerator, *, syntax: RowSyntax
+def _check_not_too_slow(
+    reading: Reading,
+    flop_per_s_per_gpu: float | None,
+    accelerator: Accelerator,
+    num_gpus: int,
+    *,
+    syntax: RowSyntax,
 ) -> None:
-    """Refuse a training time (a step time, a time to train, GPU-hours) so long that the rate it
-    implies is under :data:`TRAINING_MIN_PEAK_FRACTION` of one GPU's fastest dense peak: the unit
-    or the number was misread (``16,000`` s for a 16 s step)."""
+    """Refuse a training figure (a rate, a step time, a time to train, GPU-hours) so slow that the
+    rate it implies is under :data:`TRAINING_MIN_PEAK_FRACTION` of one GPU's fastest dense peak: the
+    unit or the number was misread (``16,000`` s for a 16 s step, ``1.050`` tokens/s for 1,050)."""
     peak = fastest_dense_peak(accelerator)
-    if reading.key not in _TIME_KEYS or flop_per_s_per_gpu is None or peak is None:
+    if flop_per_s_per_gpu is None or peak is None:
         return
     fraction = flop_per_s_per_gpu / peak
     if fraction >= TRAINING_MIN_PEAK_FRACTION:
         return
+    time = reading.key in _TIME_KEYS
     raise RowError(
-        f"'{reading.metric_text}' = '{reading.value_text}' implies {fraction:.2%} of one "
-        f"{accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} TFLOP/s) at 6 FLOPs per active "
+        f"'{reading.metric_text}' = '{reading.value_text}' {'implies' if time else 'is'} {fraction:.2%} of "
+        f"one {accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} TFLOP/s) at 6 FLOPs per active "
         f"parameter per token, under the {TRAINING_MIN_PEAK_FRACTION:.1%} the slowest published runs "
-        f"exceed: a unit slip (the same figure in a unit 1,000x shorter would be {fraction * 1e3:.1%} of "
-        f"peak); check {syntax.unit} and the tokens it counts"
+        f"exceed: {_likely_slip(reading, fraction, time=time)}{_one_gpus(reading, fraction, num_gpus)}; "
+        f"check {syntax.unit} and " + ("the tokens it counts" if time else syntax.scope)
     )
+
+
+def _one_gpus(reading: Reading, fraction: float, num_gpus: int) -> str:
+    """``, or one GPU's figure ...``: a job's rate on several GPUs may be one GPU's, mislabelled."""
+    if reading.key not in _JOB_RATE_KEYS or num_gpus <= 1:
+        return ""
+    return f", or one GPU's figure under the job's label ({num_gpus:,}x: {fraction * num_gpus:.1%} of peak)"
+
+
+# training rates of the whole job (a time is the job's too, but no one GPU's figure is a time)
+_JOB_RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s"})
+
+
+def _likely_slip(reading: Reading, fraction: float, *, time: bool) -> str:
+    """The likely cause of a figure far too slow, in words: a European thousands separator
+    (``5.000`` for 5,000), else a unit 1,000x off, with the share of peak the right one would be."""
+    written = reading.value_text.strip()
+    if _EUROPEAN_THOUSANDS.match(written):
+        return f"'{written}' may be {written.replace('.', ',')} written with a European thousands separator"
+    unit = "in a unit 1,000x shorter" if time else "1,000x larger"
+    return f"a unit slip (the same figure {unit} would be {fraction * 1e3:.1%} of peak)"
 
 
 def _training_flop_per_s_per_gpu(
@@ -297,11 +329,25 @@ def check_serving_figure(
     reading's own problem, a latency more than :data:`LATENCY_FLOOR_TOLERANCE` times under its
     :func:`serving_floor` or over :data:`LATENCY_CEILING_S` (a one-user speed as the time per token
     it implies): the unit was misread. The fix is said in the row format's ``syntax``."""
-    output_rate = _output_tokens_per_s_per_gpu(reading, load, plan.num_gpus if num_gpus is None else num_gpus)
+    gpus = plan.num_gpus if num_gpus is None else num_gpus
+    output_rate = _output_tokens_per_s_per_gpu(reading, load, gpus)
     flop_rate = None if output_rate is None else output_rate * SERVE_FLOP_PER_TOKEN_PER_PARAM * _active(model)
     check_below_peak(reading, flop_rate, accelerator, _throughput_basis(reading, load), syntax=syntax)
     if reading.problem:
         raise RowError(reading.problem)
+    floor = serving_floor(model, accelerator, plan, load)
+    if output_rate is not None and flop_rate is not None and floor is not None:
+        _check_throughput_not_too_slow(
+            reading,
+            model,
+            accelerator,
+            num_gpus=gpus,
+            output_tokens_per_s=output_rate * gpus,
+            flop_per_s_per_gpu=flop_rate,
+            floor=floor,
+            load=load,
+            syntax=syntax,
+        )
     value = reading.value
     if value is None or not value > 0 or not math.isfinite(value):
         return
@@ -310,7 +356,6 @@ def check_serving_figure(
         return
     seconds = 1.0 / value if per_user else value
     _check_under_a_day(reading, seconds, per_user=per_user, syntax=syntax)
-    floor = serving_floor(model, accelerator, plan, load)
     if floor is not None and (per_user or reading.key in _DECODE_STEP_KEYS):
         _check_step_not_too_long(reading, seconds, accelerator, floor, per_user=per_user, syntax=syntax)
     least = None if floor is None else floor.step_s if per_user else floor.of(reading.key)
@@ -350,7 +395,7 @@ def _check_step_not_too_long(
     """Refuse a time per output token (a TPOT, an ITL, a one-user speed's time per token,
     ``seconds``) over :data:`DECODE_STEP_CEILING_FACTOR` times the slowest decode step at full
     speed (:data:`DECODE_STEP_CEILING_FACTOR`'s note): the unit was misread."""
-    slowest = accelerator.memory_nominal_bytes / accelerator.memory_bandwidth_bytes_per_s + floor.prefill_s
+    slowest = _slowest_step_s(accelerator, floor)
     if seconds <= DECODE_STEP_CEILING_FACTOR * slowest:
         return
     what = "one token every" if per_user else "a time per token of"
@@ -360,6 +405,68 @@ def _check_step_not_too_long(
         "every byte of a GPU's memory read once and a whole prompt at the fastest dense peak): no run is "
         f"more than {DECODE_STEP_CEILING_FACTOR:g}x past it: a unit slip (ms written as s?); check "
         f"{syntax.latency_unit}"
+    )
+
+
+def _slowest_step_s(accelerator: Accelerator, floor: ServingFloor) -> float:
+    """The slowest decode step a GPU runs at full speed (s): every byte of its memory read once and
+    a whole prompt at the fastest dense peak (:data:`DECODE_STEP_CEILING_FACTOR`)."""
+    return accelerator.memory_nominal_bytes / accelerator.memory_bandwidth_bytes_per_s + floor.prefill_s
+
+
+# the fewest bytes a KV cache keeps a value in (FP4 caches on Blackwell)
+_LEAST_KV_PRECISION: Final = "fp4"
+
+
+def _most_running(model: TransformerSpec, accelerator: Accelerator, load: ServingLoad, num_gpus: int) -> int:
+    """The most requests ``num_gpus`` GPUs can run at once: their whole memory as KV cache in
+    :data:`_LEAST_KV_PRECISION`, a request of the load's prompt and output tokens each; at least one
+    (requests past it wait in a queue, and waiting emits no tokens)."""
+    per_request = kv_cache_bytes_per_token(model, _LEAST_KV_PRECISION) * (
+        load.input_tokens + load.output_tokens
+    )
+    if not per_request > 0:
+        return 1
+    return max(1, int(num_gpus * accelerator.memory_nominal_bytes // per_request))
+
+
+def _check_throughput_not_too_slow(
+    reading: Reading,
+    model: TransformerSpec,
+    accelerator: Accelerator,
+    *,
+    num_gpus: int,
+    output_tokens_per_s: float,
+    flop_per_s_per_gpu: float,
+    floor: ServingFloor,
+    load: ServingLoad,
+    syntax: RowSyntax,
+) -> None:
+    """Refuse a serving throughput (the job's ``output_tokens_per_s`` on ``num_gpus``) so slow that
+    each request in flight (the load's concurrency, at most :func:`_most_running`; one where it runs
+    as many as fit) would wait longer for each
+    output token than :data:`DECODE_STEP_CEILING_FACTOR` times the slowest decode step, with the
+    prompts of the requests in flight spread over their output tokens (a prefill-only run, one
+    output token a request, computes every prompt in each step): the number was misread (``5.000``
+    for 5,000). An open loop (a request rate) may keep under one request in flight, so its
+    throughput has no such floor."""
+    if load.arrival_rate_per_s is not None or not output_tokens_per_s > 0:
+        return
+    in_flight = min(load.concurrency or 1, _most_running(model, accelerator, load, num_gpus))
+    seconds = in_flight / output_tokens_per_s
+    prompts_per_step = max(1.0, in_flight / load.output_tokens)
+    slowest = _slowest_step_s(accelerator, floor) + (prompts_per_step - 1.0) * floor.prefill_s
+    if seconds <= DECODE_STEP_CEILING_FACTOR * slowest:
+        return
+    peak = fastest_dense_peak(accelerator)
+    share = f"{flop_per_s_per_gpu / peak:.3%} of one GPU's fastest dense peak, " if peak else ""
+    requests = f"each of {in_flight:,} requests" if in_flight > 1 else "even one request"
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' implies one output token every {seconds:,.3g} s "
+        f"for {requests} in flight ({share}{_throughput_basis(reading, load)}), {seconds / slowest:,.3g}x "
+        f"the slowest decode step on {accelerator.name} ({slowest * 1e3:.3g} ms), past the "
+        f"{DECODE_STEP_CEILING_FACTOR:g}x no run exceeds: {_likely_slip(reading, 0.0, time=False)}; check "
+        f"{syntax.unit} and {syntax.scope}"
     )
 
 

@@ -2,7 +2,9 @@
 
 A cell often holds several metrics, separated by ``;``, and the measured cell
 the same number of values in the same order (``tokens/s/GPU; model
-TFLOP/s/GPU`` with ``14,451; 744``): they are paired by position. Each piece
+TFLOP/s/GPU`` with ``14,451; 744``): they are paired by position, and so are
+metrics joined by ``/`` over as many numbers (``TTFT (s) / TPOT (ms)`` with
+``0.3 / 12.5``; a different count of numbers is refused). Each piece
 carries its own unit and scope, in the metric text or beside the number:
 
 * time units ``ms``, ``us``, ``s``, ``min``, ``h``/``hours``, ``d``/``days``
@@ -475,11 +477,12 @@ def read_cell(metric_text: str, measured_text: str, *, kind: str = "train") -> t
     problem = _unpaired(metrics, values, kind)
     if len(values) <= 1 or len(metrics) <= 1:
         metrics, values = [metric_text.strip()], [measured_text.strip()]
-    count = min(len(metrics), len(values))
+    pairs, slash_problem = _slash_paired(metrics, values, kind)
     readings = [
-        _reading(metric, value_text, position, count, kind)
-        for position, (metric, value_text) in enumerate(zip(metrics, values, strict=False), start=1)
+        _reading(metric, value_text, position, len(pairs), kind)
+        for position, (metric, value_text) in enumerate(pairs, start=1)
     ]
+    problem = problem or slash_problem
     problem = problem or next((reading.problem for reading in readings if reading.problem), "")
     # a problem in one piece refuses the row, whichever piece would be predicted
     return tuple(_replace(reading, problem=problem) if problem else reading for reading in readings)
@@ -499,6 +502,51 @@ def _unpaired(metrics: list[str], values: list[str], kind: str) -> str:
         f"metric cell has {len(metrics)} pieces (';'), measured cell {len(values)}: "
         "give one value per piece, in the same order, or n/r"
     )
+
+
+# Metrics joined by a ``/`` (``TTFT (s) / TPOT (ms)``, ``TTFT/TPOT (ms)``) over as many numbers
+# (``0.3 / 12.5``): a ``/`` between spaces, or a bare one where every side names a quantity (never
+# the ``/`` inside a unit: ``tok/s``, ``ms/token``, ``tokens/s/GPU``).
+_SPACED_SLASH: Final = re.compile(r"\s+/\s+")
+_NUMBER_FIRST: Final = re.compile(rf"\s*[~≈]?{_NUMBER}")
+
+
+def _slash_metrics(metric: str, kind: str) -> list[str]:
+    """The quantities a metric piece joins with ``/`` (one piece where it joins none)."""
+    for pieces in (_SPACED_SLASH.split(metric), metric.split("/")):
+        if len(pieces) > 1 and all(piece_key(piece, kind) for piece in pieces):
+            return [piece.strip() for piece in pieces]
+    return [metric]
+
+
+def _slash_values(value_text: str) -> list[str]:
+    """The numbers a measured piece joins with ``/`` (``0.3 / 12.5``, ``0.3 s / 12.5 ms``); one
+    piece where a side is no number (``5000 tok/s``)."""
+    pieces = value_text.split("/")
+    if len(pieces) > 1 and all(_NUMBER_FIRST.match(piece) for piece in pieces):
+        return [piece.strip() for piece in pieces]
+    return [value_text]
+
+
+def _slash_paired(metrics: list[str], values: list[str], kind: str) -> tuple[list[tuple[str, str]], str]:
+    """(metric, value) pairs of the ``;`` pieces, each ``/``-joined metric paired by position with
+    the numbers its value joins as ``;`` pieces are, and why they cannot be (``''`` if they can):
+    two or more quantities over a different count of two or more numbers."""
+    pairs: list[tuple[str, str]] = []
+    problem = ""
+    for metric, value_text in zip(metrics, values, strict=False):
+        named, numbers = _slash_metrics(metric, kind), _slash_values(value_text)
+        if len(named) > 1 and len(named) == len(numbers):
+            pairs.extend(zip(named, numbers, strict=True))
+            continue
+        if len(named) > 1 and len(numbers) > 1:
+            problem = problem or (
+                f"metric '{metric.strip()}' names {len(named)} quantities ('/') but measured "
+                f"'{value_text.strip()}' gives {len(numbers)} numbers: give one number per quantity, "
+                "in the same order, or n/r"
+            )
+        pairs.append((metric, value_text))
+    return pairs, problem
 
 
 _FRACTION_WORD: Final = re.compile(r"\bfraction\b")

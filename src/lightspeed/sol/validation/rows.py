@@ -19,8 +19,9 @@ Rules for what a row leaves unsaid (documented in ``docs/sol.md``):
   as much; HSDP approximated so, said), ``distributed optimizer`` or a bare ``ZeRO`` -> 1,
   ``none``, ``DDP`` -> 0, unreported -> 1.
 * **Parallel degrees** (:func:`train_degrees.stated_degrees`): a cell's number or label, or a
-  label or framework flag in another parallel cell (``TP4 PP16 CP2``,
-  ``--tensor-model-parallel-size 8``); no GPU count anywhere: the product of the stated
+  label, framework flag or ``N-way`` in another parallel cell (``TP4 PP16 CP2``,
+  ``--tensor-model-parallel-size 8``, ``4-way TP`` in the sharding cell: the assumptions say which
+  cell); no GPU count anywhere: the product of the stated
   degrees (:func:`train_degrees.gpus_of_row`), else, for a figure per GPU, the GPUs that run
   the global batch at its micro-batch without accumulation (:func:`_gpus_filled_by_batch`,
   said in the assumptions).
@@ -73,6 +74,7 @@ from lightspeed.sol.validation.row_model import registry_name, resolve_model
 from lightspeed.sol.validation.train_degrees import (
     SEARCHED_MICRO_BATCH_SIZES,
     SEARCHED_RECOMPUTES,
+    borrowed_degrees_note,
     degrees_of,
     global_batch_of,
     gpus_of_row,
@@ -333,7 +335,8 @@ def read_plan(
         **stated_settings(row.described()),
     )
     gathers = _FLOAT8_GATHER_NOTE if _FLOAT8_GATHER.search(row.described()) else ""
-    notes = (device_note, batch_note, precision_note, zero_note, recompute_note, vpp_note, gathers)
+    borrowed = borrowed_degrees_note(row)
+    notes = (device_note, batch_note, precision_note, zero_note, borrowed, recompute_note, vpp_note, gathers)
     return plan, [note for note in notes if note]
 
 
@@ -439,17 +442,44 @@ def candidate_plans(
                 "the batch the run reached or its interleaving depth"
             )
         raise RowError(f"no micro-batch in {micros} divides the {per_replica} sequences per replica")
-    first = plans[0]
-    notes.append(
-        f"{stack.name}: attention {first.attention_impl}, dropout {first.dropout}, sequence parallel "
-        f"{first.sequence_parallel}, DP overlap {first.dp_overlap}, TP overlap {first.tp_overlap}"
-    )
+    notes.append(f"{stack.name}: {_settings_note(plans)}")
     if len(plans) > 1:
         searched = _searched(plans)
         notes.append(
             f"unreported settings searched over {len(plans)} plans ({searched}): the fastest that fits"
         )
     return plans, notes
+
+
+def _settings_note(plans: list[TrainingPlan]) -> str:
+    """The settings the stack gives the candidate plans, each as every plan has it, or as it varies
+    over them (sequence parallelism only where TP > 1): the note holds for whichever plan wins.
+
+    >>> from lightspeed.sol.core.stacks import load_stack
+    >>> stack = load_stack("published-median")
+    >>> plans = [TrainingPlan(tp=tp, dp=8 // tp, global_batch_size=8).resolved(stack) for tp in (1, 4)]
+    >>> _settings_note(plans[1:]).split(", ")[2], _settings_note(plans).split(", ")[2]
+    ('sequence parallel True', 'sequence parallel True where TP > 1 (False at TP 1)')
+    """
+    settings: dict[str, list[object]] = {
+        "attention": [plan.attention_impl for plan in plans],
+        "dropout": [plan.dropout for plan in plans],
+        "sequence parallel": [plan.sequence_parallel for plan in plans],
+        "DP overlap": [plan.dp_overlap for plan in plans],
+        "TP overlap": [plan.tp_overlap for plan in plans],
+    }
+    return ", ".join(f"{name} {_setting_over_plans(values, plans)}" for name, values in settings.items())
+
+
+def _setting_over_plans(values: list[object], plans: list[TrainingPlan]) -> str:
+    """One setting's value over the candidate ``plans``: the one value they share; else, where it
+    is on exactly at TP > 1 (the stack's sequence parallelism), that; else every value, by plan."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) == 1:
+        return str(distinct[0])
+    if all(value is (plan.tp > 1) for value, plan in zip(values, plans, strict=True)):
+        return "True where TP > 1 (False at TP 1)"
+    return f"varying by plan ({', '.join(str(value) for value in distinct)})"
 
 
 def _searched(plans: list[TrainingPlan]) -> str:

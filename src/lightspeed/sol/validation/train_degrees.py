@@ -143,11 +143,22 @@ _PLAN_CELLS: Final = ("TP", "PP", "CP", "DP", "EP", "VPP", "sharding")
 
 def _degree_pattern(name: str) -> re.Pattern[str]:
     """A degree with its label (``TP8``, ``tp=8``, ``VPP 8``, the ``pp16`` of ``tp4pp16cp2`` and of
-    ``TP4xPP16``) or its flag (:data:`~lightspeed.sol.validation.published.DEGREE_FLAGS`)."""
+    ``TP4xPP16``), its flag (:data:`~lightspeed.sol.validation.published.DEGREE_FLAGS`) or in
+    words (``4-way TP``, ``8-way tensor parallelism``: :data:`_WAY_WORDS`)."""
     # (the experts' own TP, ``expert TP 4``, is not TP)
     label = rf"(?:(?<![a-z])|(?<=\dx))(?<!expert[\s_-]){name}\s*[=:]?\s*(\d+)(?![\d.])"
     flag = DEGREE_FLAGS.get(name)
-    return re.compile(label + (rf"|(?:{flag})[\s=:\"']*(\d+)" if flag else ""), re.IGNORECASE)
+    way = _WAY_WORDS.get(name)
+    return re.compile(
+        label
+        + (rf"|(?:{flag})[\s=:\"']*(\d+)" if flag else "")
+        + (rf"|(?<![\w.])(\d+)[\s-]*way\s+(?:{name}|{way}[\s-]*parallel\w*)\b" if way else ""),
+        re.IGNORECASE,
+    )
+
+
+# a degree said as ``N-way`` its parallelism (``4-way TP``, ``2-way pipeline parallel``)
+_WAY_WORDS: Final = {"tp": "tensor", "pp": "pipeline", "cp": "context", "dp": "data", "ep": "expert"}
 
 
 _LABELLED_DEGREES: Final = {
@@ -163,11 +174,37 @@ def _labelled_degree(row: PublishedRow, name: str) -> int | None:
     """The degree ``name`` (``tp``, ``vpp`` ...) written with its label or flag in any parallel cell
     (``TP8 PP8 CP2`` in the TP cell, ``VPP=8`` or ``--expert-model-parallel-size 64`` in the sharding
     cell), else ``None``."""
+    found = _labelled_degree_cell(row, name)
+    return None if found is None else found[0]
+
+
+def _labelled_degree_cell(row: PublishedRow, name: str) -> tuple[int, str] | None:
+    """(degree, the parallel cell it is written in) of :func:`_labelled_degree`."""
     for column in _PLAN_CELLS:
         found = _LABELLED_DEGREES[name].search(row.text(column))
         if found is not None:
-            return int(found.group(1) or found.group(2))
+            return int(next(group for group in found.groups() if group is not None)), column
     return None
+
+
+def borrowed_degrees_note(row: PublishedRow) -> str:
+    """Where the degrees of TP, PP, CP, DP and EP whose own cells give no number were read from,
+    when another parallel cell writes them (``TP8 PP1 DP8`` in the sharding cell), else ``''``.
+
+    >>> row = PublishedRow("B2", "train", 2, {"sharding": "TP8 PP1 DP8"})
+    >>> borrowed_degrees_note(row)
+    "parallel degrees read from the sharding cell 'TP8 PP1 DP8': TP 8, PP 1, DP 8"
+    """
+    by_cell: dict[str, list[str]] = {}
+    for name in ("tp", "pp", "cp", "dp", "ep"):
+        own = row.text(name.upper())
+        found = None if re.match(r"\s*\d", own) else _labelled_degree_cell(row, name)
+        if found is not None and found[1] != name.upper():
+            by_cell.setdefault(found[1], []).append(f"{name.upper()} {found[0]}")
+    return "; ".join(
+        f"parallel degrees read from the {cell} cell '{row.text(cell)}': {', '.join(degrees)}"
+        for cell, degrees in by_cell.items()
+    )
 
 
 def _check_named_degrees(row: PublishedRow) -> None:

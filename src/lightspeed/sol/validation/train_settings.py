@@ -60,7 +60,15 @@ def zero_stage_of(text: str, pp: int = 1, stack: Stack | None = None) -> tuple[i
         return 1, "sharding not reported -> ZeRO-1"
     if stated != text.lower():  # all the cell names is a sharding the run did without
         return 0, f"sharding '{text}' -> ZeRO-0 (DDP: no sharding the run used is named)"
+    if _ONLY_DEGREES.fullmatch(stated):  # the layout, read by train_degrees.stated_degrees
+        return 1, f"sharding '{text}' gives parallel degrees and no sharding -> ZeRO-1, as if not reported"
     return 1, f"sharding '{text}' names nothing lightspeed reads -> ZeRO-1, as if not reported"
+
+
+# a sharding cell that only writes parallel degrees (``TP8 PP1 DP8``, ``tp=4, pp=2, dp=8``, ``4-way TP,
+# 2-way PP``): the run's layout, which the degrees' reader takes from it, and no sharding
+_DEGREE_WORDS: Final = r"(?:(?:tp|pp|dp|cp|ep|etp|vpp)\s*[=:]?\s*\d+|\d+[\s-]*way\s+(?:tp|pp|dp|cp|ep)\b)"
+_ONLY_DEGREES: Final = re.compile(rf"\s*{_DEGREE_WORDS}(?:[\s,;/x×+]*{_DEGREE_WORDS})*[\s,;.]*")
 
 
 def stated_sharding(text: str) -> str:
