@@ -357,15 +357,21 @@ def _count(value: int | None) -> int:
     return NO_VALUE if value is None or value < 0 else int(value)
 
 
-def _base_op_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, int, int, int, float]:
-    """A ``c10d::_allgather_base_`` / ``_reduce_scatter_base_`` op: its ``Input Dims`` are
-    ``[[output], [input], ...]``, so it gives both element counts (the group is their ratio),
-    which the ``nccl:*`` annotation inside it (input only) does not."""
+def _dims_and_types(arg: EventArgs) -> tuple[list[Any], list[str | None]]:
+    """An op's ``Input Dims`` and ``Input type`` (empty where absent or not JSON lists)."""
     try:
         dims = DIMS_DECODER.decode(arg.input_dims) if len(arg.input_dims) else []
         types = TYPES_DECODER.decode(arg.input_type) if len(arg.input_type) else []
     except (msgspec.DecodeError, msgspec.ValidationError):
-        dims, types = [], []
+        return [], []
+    return dims, types
+
+
+def _base_op_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, int, int, int, float]:
+    """A ``c10d::_allgather_base_`` / ``_reduce_scatter_base_`` op: its ``Input Dims`` are
+    ``[[output], [input], ...]``, so it gives both element counts (the group is their ratio),
+    which the ``nccl:*`` annotation inside it (input only) does not."""
+    dims, types = _dims_and_types(arg)
     shapes = [
         shape if isinstance(shape, list) and all(isinstance(d, int) for d in shape) else None
         for shape in dims[:2]
@@ -383,11 +389,7 @@ def _annotation_row(index: int, name: str, arg: EventArgs) -> tuple[int, str, in
         return _base_op_row(index, name, arg)
     elements = NO_VALUE
     size = math.nan
-    try:
-        dims = DIMS_DECODER.decode(arg.input_dims) if len(arg.input_dims) else []
-        types = TYPES_DECODER.decode(arg.input_type) if len(arg.input_type) else []
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        dims, types = [], []
+    dims, types = _dims_and_types(arg)
     shapes = [
         shape
         for shape in dims
