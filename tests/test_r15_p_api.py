@@ -29,7 +29,7 @@ def test_part_of_one_node_is_that_many_gpus(num_gpus: int) -> None:
 
 
 def test_a_named_fabric_keeps_its_nics_per_gpu_on_part_of_a_node() -> None:
-    cluster = ls.cluster("1xdgx-h100@ethernet-400g:2nic", num_gpus=4)
+    cluster = ls.cluster("1xdgx-h100@ethernet-200g:2nic", num_gpus=4)  # 2 x 25 GB/s under PCIe's 63
     assert cluster.num_accelerators == 4
     assert cluster.nics_per_accelerator == 2.0  # 2 per GPU as written, 8 NICs for the 4 GPUs
 

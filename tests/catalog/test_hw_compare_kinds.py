@@ -55,19 +55,18 @@ def test_unknown_names_still_list_the_closest_of_the_kind(catalog: Catalog) -> N
 
 
 def test_clusters_compare_as_totals(catalog: Catalog) -> None:
-    comparison = compare_hardware(catalog=catalog, names=["dgx-h100", "2xdgx-h100", "9xdgx-h100@ib-xdr"])
+    xdr = "9xdgx-h100@ib-xdr:0.5nic"  # an 800G port per two GPUs: one per GPU outruns PCIe Gen5 x16
+    comparison = compare_hardware(catalog=catalog, names=["dgx-h100", "2xdgx-h100", xdr])
     assert comparison.kind == "cluster"
-    assert comparison.devices == ("dgx-h100", "2xdgx-h100", "9xdgx-h100@ib-xdr")
+    assert comparison.devices == ("dgx-h100", "2xdgx-h100", xdr)
     assert comparison.row("num_nodes").values == (1, 2, 9)
     assert comparison.row("num_accelerators").values == (8, 16, 72)
     # 8 x H100 dense BF16 989.5 TFLOP/s per node
     assert comparison.row("bf16_dense").values == pytest.approx((8 * 989.5e12, 16 * 989.5e12, 72 * 989.5e12))
     assert comparison.row("bf16_dense").ratios == pytest.approx((1.0, 2.0, 9.0))
-    # one 400 Gb/s NDR port (50 GB/s) per GPU; XDR 800 Gb/s (100 GB/s) per GPU
-    assert comparison.row("scale_out_per_accelerator").values == pytest.approx((50e9, 50e9, 100e9))
-    assert comparison.row("scale_out_per_direction").values == pytest.approx(
-        (8 * 50e9, 16 * 50e9, 72 * 100e9)
-    )
+    # one 400 Gb/s NDR port (50 GB/s) per GPU; half an XDR 800 Gb/s port (50 GB/s) per GPU
+    assert comparison.row("scale_out_per_accelerator").values == pytest.approx((50e9, 50e9, 50e9))
+    assert comparison.row("scale_out_per_direction").values == pytest.approx((8 * 50e9, 16 * 50e9, 72 * 50e9))
     assert comparison.labels["scale_out_link"] == ("ib-ndr", "ib-ndr", "ib-xdr")
 
 

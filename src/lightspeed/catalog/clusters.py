@@ -7,7 +7,9 @@ Spec strings (spaces allowed, case-insensitive)::
 ``9xdgx-h100`` is nine DGX H100 nodes over their own NICs (8 x 400G
 ConnectX-7); ``9xdgx-h100@ib-ndr:1nic`` names the fabric and one NIC per
 accelerator; ``2xgb200-nvl72@ib-xdr:0.5nic`` one 800G port per two GPUs.
-``<k>`` is NICs per accelerator and must give a whole number per node. The
+``<k>`` is NICs per accelerator and must give a whole number per node, no more than
+:data:`~lightspeed.limits.MAX_NICS_PER_NODE` a node and no more bandwidth per accelerator than
+its host link carries (``_check_nic_count``; a cluster file's counts alike). The
 link must be a NIC (a link of a family in
 :data:`~lightspeed.catalog.records.SCALE_OUT_LINK_FAMILIES`: InfiniBand,
 Ethernet, EFA): NVLink, PCIe, xGMI and TPU ICI join accelerators inside a
@@ -42,6 +44,8 @@ from lightspeed.catalog.records import SCALE_OUT_LINK_FAMILIES, Cluster, Link, L
 from lightspeed.catalog.torus import torus_slice
 from lightspeed.datafile import Fields
 from lightspeed.errors import DataFileError, InvalidPlanError, UserInputError
+from lightspeed.limits import MAX_NICS_PER_NODE
+from lightspeed.units import format_bytes_per_s
 
 SPEC_SYNTAX: Final = "[<nodes>x]<system>[@<link>][:<nics per accelerator>nic], e.g. 9xdgx-h100@ib-ndr:1nic"
 
@@ -103,7 +107,7 @@ def build_cluster(
                 f"{system.name} has no scale-out NICs of its own; name a link with @<link>"
             )
         link = attachment.link
-    count = _nics_per_node(system, attachment, link, nics_per_accelerator, nics_per_node)
+    count = _nics_per_node(system, attachment, link, nics_per_accelerator, nics_per_node, path=path)
     fabric = LinkAttachment(link=link, num_links=count, source=link.source)
     if attachment is not None and (attachment.link.name, attachment.num_links) == (link.name, count):
         fabric = attachment  # the system's own NICs, named again: the same cluster as without
@@ -131,21 +135,99 @@ def _nics_per_node(
     link: Link,
     nics_per_accelerator: float | None,
     nics_per_node: int | None,
+    *,
+    path: str,
 ) -> int:
     if nics_per_node is not None:
         if nics_per_node < 1:
             raise InvalidPlanError(f"nics per node must be at least 1, not {nics_per_node}")
+        _check_nic_count(system, link, nics_per_node, path)
         return nics_per_node
     if nics_per_accelerator is None:
         same_link = attachment is not None and attachment.link.name == link.name
-        return attachment.num_links if same_link and attachment is not None else system.num_accelerators
-    count = nics_per_accelerator * system.num_accelerators
-    if round(count) < 1 or abs(count - round(count)) > 1e-9:
+        count = attachment.num_links if same_link and attachment is not None else system.num_accelerators
+        _check_nic_count(system, link, count, path)
+        return count
+    per_node = nics_per_accelerator * system.num_accelerators
+    _check_nic_count(system, link, per_node, path)  # first: a count past any node may be inf
+    if round(per_node) < 1 or abs(per_node - round(per_node)) > 1e-9:
         raise InvalidPlanError(
             f"{nics_per_accelerator:g} NICs per accelerator x {system.num_accelerators} accelerators of "
-            f"{system.name} is {count:g} NICs per node; use a value giving a whole number of at least 1"
+            f"{system.name} is {per_node:g} NICs per node; use a value giving a whole number of at least 1"
         )
-    return round(count)
+    return round(per_node)
+
+
+# why a NIC count is bounded (the same bound as hardware text: sol/validation/hardware_text.py)
+_NICS_BOUND: Final = f"at most {MAX_NICS_PER_NODE} a node (nodes have 1 to 32 today, p5.48xlarge 32)"
+
+
+def _check_nic_count(system: System, link: Link, count: float, path: str) -> None:
+    """Refuse ``count`` NICs of ``link`` in each ``system`` where no node holds them: more than
+    :data:`~lightspeed.limits.MAX_NICS_PER_NODE` in each of its nodes, or more scale-out bandwidth
+    per accelerator than its host link carries (a NIC's traffic to a GPU crosses the GPU's PCIe
+    link: one 400G NIC, 50 GB/s each way, fills most of an H100's PCIe Gen5 x16, 63 GB/s)."""
+    cap = MAX_NICS_PER_NODE * _nodes_in(system)
+    limit = _scale_out_limit(system)
+    fit = cap
+    if limit is not None:
+        accelerators_bytes_per_s = limit[0] * (1 + 1e-9) * system.num_accelerators
+        fit = min(cap, math.floor(accelerators_bytes_per_s / link.per_direction_bytes_per_s))
+    if count <= fit:
+        return
+    shown = f"{count:,.0f}" if float(count).is_integer() else f"{count:g}"
+    nics = f"{shown} x {link.name} NICs per {system.name}"
+    if count > cap or limit is None:
+        problem = f"{nics} are more than any node holds: {_NICS_BOUND}"
+    else:
+        per_accelerator_bytes_per_s = count * link.per_direction_bytes_per_s / system.num_accelerators
+        problem = (
+            f"{nics} give each accelerator {format_bytes_per_s(per_accelerator_bytes_per_s)} per "
+            f"direction, more than {limit[1]}"
+        )
+    _refuse_nics(system, problem, fit, path=path, count=count)
+
+
+def _nodes_in(system: System) -> int:
+    """The nodes one ``system`` record holds: a rack's compute trays where its record counts them
+    (GB200 NVL72: 18 of 4 GPUs), one per chip for a pod or rack that counts none, else one."""
+    if system.accelerators_per_node:
+        return max(1, system.num_accelerators // system.accelerators_per_node)
+    return system.num_accelerators if system.system_type in DOMAIN_SYSTEM_TYPES else 1
+
+
+def _scale_out_limit(system: System) -> tuple[float, str] | None:
+    """(the most scale-out bandwidth per accelerator, per direction; what sets it): the host link
+    that NIC traffic crosses, or the system's own NICs where faster (Gaudi's sit on the chip, not
+    behind its PCIe); ``None`` where the catalog records no host link."""
+    host = system.accelerator.host_link
+    if host is None:
+        return None
+    own = system.scale_out
+    own_bytes_per_s = own.per_direction_bytes_per_s / system.num_accelerators if own is not None else 0.0
+    if own is not None and own_bytes_per_s > host.per_direction_bytes_per_s:
+        return own_bytes_per_s, (
+            f"{system.name}'s own NICs give ({own.num_links} x {own.link.name}, "
+            f"{format_bytes_per_s(own_bytes_per_s)} per accelerator per direction)"
+        )
+    return host.per_direction_bytes_per_s, (
+        f"the host link their traffic crosses carries ({system.accelerator.name}: {host.num_links} x "
+        f"{host.link.name}, {format_bytes_per_s(host.per_direction_bytes_per_s)} per direction)"
+    )
+
+
+def _refuse_nics(system: System, problem: str, most: int, *, path: str, count: float) -> None:
+    """One line naming the problem and the most NICs that fit, as the spec or the file writes them."""
+    if most < 1:
+        fix = "name a slower link"
+    elif path:
+        fix = f"write nics_per_node = {most:,} or fewer"
+    else:
+        fix = f"name at most {most:,} NICs per {system.name}, e.g. :{most / system.num_accelerators:.12g}nic"
+    if path:
+        value = round(count) if float(count).is_integer() else count
+        raise DataFileError(path, problem, field="scale_out", value=value, fix=fix)
+    raise InvalidPlanError(f"{problem}; {fix}")
 
 
 def parse_spec(

@@ -205,12 +205,28 @@ def fp32_runs_on_tf32(accelerator: Accelerator) -> bool:
     return "tf32" in accelerator.compute and accelerator.family != "cpu"
 
 
+def _no_compute_row(accelerator: Accelerator, row: str, asked: str | None) -> UnsupportedError:
+    """The one-line refusal of a precision whose compute row ``accelerator`` lacks; ``asked``: the
+    precision the user named, where it was mapped to ``row``."""
+    held = ", ".join(sorted(accelerator.compute)) or "none"
+    if asked is None:
+        return UnsupportedError(
+            f"{accelerator.name} has no {row} compute figure (it has {held}); choose another precision"
+        )
+    return UnsupportedError(
+        f"{accelerator.name} has no compute figure for precision {asked} (its GEMMs would run on the "
+        f"{row} row, which it lacks; it has {held}); choose another precision"
+    )
+
+
 def hardware_for(
     cluster: Cluster,
     precision: str,
     efficiency: EfficiencyModel | None = None,
     sharp: bool = False,
     stack: Stack | None = None,
+    *,
+    asked: str | None = None,
 ) -> Hardware:
     """Bundle the catalog figures an estimate needs for ``precision`` on ``cluster``.
 
@@ -222,17 +238,15 @@ def hardware_for(
     the driver reports; a power cap derates compute by the clock it leaves. A
     calibrated ``efficiency`` measured on another device is refused unless it was
     loaded with ``force`` (:func:`~lightspeed.sol.core.calibration.check_calibration_device`).
+    ``asked`` is the precision the user named where ``precision`` is the format it was mapped to
+    (an inference plan's bf16 runs in fp16 on a GPU without bf16): a missing row names both.
     """
     accelerator = cluster.system.accelerator
     row = compute_precision(precision)
     if row == "fp32" and fp32_runs_on_tf32(accelerator):
         row = "tf32"
     if row not in accelerator.compute:
-        raise UnsupportedError(
-            f"{accelerator.name} has no {row} compute figure "
-            f"(it has {', '.join(sorted(accelerator.compute)) or 'none'}); "
-            "choose another precision"
-        )
+        raise _no_compute_row(accelerator, row, asked if asked != precision else None)
     model = efficiency or default_efficiency(accelerator.family)
     note = check_calibration_device(model, device=accelerator.name, family=accelerator.family)
     activation_bytes = 4.0 if row in ("fp32", "tf32") else 2.0

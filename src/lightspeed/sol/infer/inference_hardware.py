@@ -132,7 +132,7 @@ def inference_hardware_for(
     notes = tuple(note for note in (checkpoint_note, plugin_note) if note)
     if notes:
         precisions = replace(precisions, notes=(*precisions.notes, *notes))
-    hardware = hardware_for(cluster, precisions.compute, efficiency)
+    hardware = hardware_for(cluster, precisions.compute, efficiency, asked=plan.precision)
     attention_hardware = (
         hardware
         if precisions.attention_compute == precisions.compute
