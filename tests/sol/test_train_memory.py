@@ -154,7 +154,8 @@ def test_the_loss_peak_is_the_stacks_cross_entropy(catalog: Catalog) -> None:
     softmax and the gradient in place: 4 + 2 bytes a logit; torchtitan's F.cross_entropy on
     pred.float() frees pred before backward, whose peak holds log-softmax's fp32 output, its
     gradient and the logits' fp32 gradient: 4 + 4 + 4. Over TP 2 each rank holds half the
-    vocabulary; with pipeline stages the first stage (no logits) sets the peak."""
+    vocabulary; with pipeline stages here the first stage, with two micro-batches of checkpoints,
+    still outweighs the last one's logits."""
     logits = S * 1 * 51200
     assert _loss_bytes(catalog, "megatron-core-2025", tp=2, pp=1) == pytest.approx(6 * logits / 2)
     assert _loss_bytes(catalog, "torchtitan-2024", tp=2, pp=1) == pytest.approx(12 * logits / 2)

@@ -59,7 +59,12 @@ from lightspeed.sol.core.shapes import LayerShapes, Linear
 from lightspeed.sol.core.sharding import GATHERED_LAYERS, ZERO_STAGES, ShardingRule
 from lightspeed.sol.core.stacks import Stack
 from lightspeed.sol.train.grid import PlanGrid
-from lightspeed.sol.train.schedules import activations_in_flight, parameter_copies
+from lightspeed.sol.train.schedules import (
+    activations_in_flight,
+    last_stage_in_flight,
+    loss_microbatches,
+    parameter_copies,
+)
 from lightspeed.units import bytes_per_element
 from lightspeed.workload import TransformerSpec
 
@@ -100,6 +105,7 @@ class StageParams(Record):
     layers_per_stage: Array
     moe_layers_per_stage: Array
     ends: Array = 0.0  # of ``dense``: the stage's embedding, LM head and MTP projections (no layer's)
+    mtp_blocks: Array = 0.0  # of ``layers_per_stage``: multi-token-prediction blocks (last stage)
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ class TrainMemory(Record):
     activations_bytes: Array
     reserved_bytes: Array
     recompute_fraction: Array
+    peak_on_last_stage: Array = False  # the pipeline's last stage (LM head, loss) holds the peak
 
     @property
     def total_bytes(self) -> Array:
@@ -205,9 +212,8 @@ def stage_layers(grid: PlanGrid, model: TransformerSpec) -> tuple[Array, Array]:
     return layers, moe_layers
 
 
-def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> StageParams:
-    """Parameters per GPU on the busiest stage (with embedding and LM head counted)."""
-    layers, moe_layers = stage_layers(grid, model)
+def _layer_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> tuple[Array, Array, Array]:
+    """(dense layer, MoE layer without its routed experts, embedding) parameters on one GPU."""
     attention, recurrent, mlp = model.block_shares  # a hybrid's average layer
     common = attention * _per_gpu(shapes.attention, grid.tp)
     common = common + recurrent * _recurrent_per_gpu(model, shapes, grid.tp)
@@ -216,20 +222,92 @@ def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) ->
     moe_layer = common + _per_gpu(shapes.shared_experts, grid.tp) + _per_gpu(shapes.router, grid.tp)
     moe_layer = moe_layer + _per_gpu(shapes.latent, grid.tp)
     embedding = model.vocab_size * model.hidden_size / grid.tp
-    if model.position_embedding == "learned":
-        embedding = embedding + model.max_seq_len * model.hidden_size
-    head_copies = np.where((grid.pp > 1) | (not model.tied_embeddings), 1.0, 0.0)
-    ends = np.where(grid.pp > 1, embedding, embedding * (1.0 + head_copies))
-    mtp_projection = 2.0 * model.hidden_size * model.hidden_size / grid.tp  # 2h -> h, column-parallel
-    ends = ends + np.where(grid.pp == 1, model.num_mtp_modules * mtp_projection, 0.0)
-    dense = (layers - moe_layers) * dense_layer + moe_layers * moe_layer + ends
+    return dense_layer, moe_layer, embedding
+
+
+def _assembled(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    layers: tuple[Array, Array, Array],
+    ends: Array,
+) -> StageParams:
+    """A stage's parameters from its (layers, MoE layers, MTP blocks among them) and its end
+    modules (``ends``, all copies): the stage's layers once a stage copy (DualPipe holds two
+    stages), the MTP blocks once, each like the model's last layer."""
+    num_layers, num_moe, mtp_blocks = layers
+    dense_layer, moe_layer, _ = _layer_params(grid, model, shapes)
+    copies = parameter_copies(grid)
+    mtp_moe = mtp_blocks if model.num_moe_layers else 0.0 * mtp_blocks
+    stage_moe = num_moe - mtp_moe
+    stage_dense = num_layers - mtp_blocks - stage_moe
+    dense = copies * (stage_dense * dense_layer + stage_moe * moe_layer) + ends
+    dense = dense + (mtp_blocks - mtp_moe) * dense_layer + mtp_moe * moe_layer
     expert = np.zeros_like(dense)
     if model.moe is not None:
         per_expert = sum(linear.num_params for linear in shapes.experts)
         experts = np.where(grid.physical_experts > 0, grid.physical_experts, model.moe.num_routed_experts)
-        expert = moe_layers * per_expert * experts / (grid.ep * grid.etp)  # redundant replicas included
-    copies = parameter_copies(grid)
-    return StageParams(dense * copies, expert * copies, layers, moe_layers, ends=ends * copies)
+        moe_blocks = copies * stage_moe + mtp_moe
+        expert = moe_blocks * per_expert * experts / (grid.ep * grid.etp)  # redundant replicas included
+    return StageParams(dense, expert, num_layers, num_moe, ends=ends, mtp_blocks=mtp_blocks)
+
+
+def _embedding(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> Array:
+    """The input embedding's parameters on one GPU (learned positions included)."""
+    embedding = _layer_params(grid, model, shapes)[2]
+    if model.position_embedding == "learned":
+        embedding = embedding + model.max_seq_len * model.hidden_size
+    return embedding
+
+
+def stage_params(grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes) -> StageParams:
+    """Parameters per GPU on the busiest stage but the last (with the embedding counted; without a
+    pipeline the one stage, with the LM head and any MTP modules)."""
+    layers, moe_layers = stage_layers(grid, model)
+    embedding = _embedding(grid, model, shapes)
+    head_copies = np.where((grid.pp > 1) | (not model.tied_embeddings), 1.0, 0.0)
+    ends = np.where(grid.pp > 1, embedding, embedding * (1.0 + head_copies)) * parameter_copies(grid)
+    mtp_projection = 2.0 * model.hidden_size * model.hidden_size / grid.tp  # 2h -> h, column-parallel
+    ends = ends + np.where(grid.pp == 1, model.num_mtp_modules * mtp_projection, 0.0)
+    mtp_blocks = np.where(grid.pp == 1, float(model.num_mtp_modules), 0.0)
+    return _assembled(grid, model, shapes, (layers, moe_layers, mtp_blocks), ends)
+
+
+def last_stage_params(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    last_layers: Array | None = None,
+    *,
+    first: StageParams | None = None,
+) -> StageParams:
+    """Parameters per GPU on the last pipeline stage: its ``last_layers`` (the split of
+    :func:`~lightspeed.sol.train.step.pipeline_split`; ``ceil(L/pp)`` if not given), its own LM
+    head (tied embeddings too: the first stage holds the embedding), and the MTP modules, each a
+    block like the model's last, a 2h -> h projection and, beside the head, the embedding of the
+    next tokens (Megatron-Core builds one on the MTP stage: ``pre_process or mtp_process``).
+    DualPipe's end GPUs hold the first and the last stage: the first stage's layers (two stages'
+    under DualPipe, two chunks under DualPipeV), the embedding and the head. Without a pipeline:
+    ``first``, :func:`stage_params`."""
+    first = first or stage_params(grid, model, shapes)
+    if not np.any(grid.pp > 1):
+        return first
+    first_layers = np.ceil(model.num_layers / grid.pp)
+    dual = grid.is_schedule("dualpipe", "dualpipev")
+    layers = np.where(dual, first_layers, first_layers if last_layers is None else last_layers)
+    mtp = float(model.num_mtp_modules)
+    moe_layers = np.minimum(layers, float(model.num_moe_layers)) + (mtp if model.num_moe_layers else 0.0)
+    embedding = _embedding(grid, model, shapes)
+    head = _layer_params(grid, model, shapes)[2]
+    mtp_projection = 2.0 * model.hidden_size * model.hidden_size / grid.tp  # 2h -> h, column-parallel
+    next_tokens = np.where(dual, embedding, embedding if mtp else 0.0)  # MTP's (DualPipe: the end's)
+    ends = head + mtp * mtp_projection + next_tokens
+    last = _assembled(grid, model, shapes, (layers + mtp, moe_layers, np.full_like(layers, mtp)), ends)
+    one = grid.pp == 1
+    return StageParams(*(np.where(one, getattr(first, name), getattr(last, name)) for name in _STAGE_FIELDS))
+
+
+_STAGE_FIELDS = ("dense", "expert", "layers_per_stage", "moe_layers_per_stage", "ends", "mtp_blocks")
 
 
 @dataclass(frozen=True)
@@ -413,28 +491,90 @@ def saved_per_layer(
     )
 
 
-def training_memory(
+@dataclass(frozen=True)
+class LayerMemory:
+    """What every stage's count shares (:func:`layer_memory`): the layers' saved tensors, the
+    memory rules, one micro-batch's loss."""
+
+    dense: _Saved
+    moe: _Saved
+    rules: ShardingColumns
+    reserved_bytes: Array
+    loss_bytes: Array  # one micro-batch's loss over the vocabulary shard, MTP losses included
+
+
+def layer_memory(
+    grid: PlanGrid, model: TransformerSpec, shapes: LayerShapes, hardware: Hardware, seq_len: int
+) -> LayerMemory:
+    """Bytes each layer and the loss keep per micro-batch, and the memory rules, for every plan."""
+    dense = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=False)
+    moe = dense
+    if model.moe is not None:
+        moe = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=True)
+    tokens = grid.micro_batch_size * seq_len / grid.cp
+    # the loss's peak over the vocabulary (the stack's cross-entropy: fp32 copies, saved softmax or
+    # log-probabilities, their gradients), once for the model's head and once for each MTP module's
+    # (each computes its own cross-entropy, whose saved state waits for the backward)
+    per_logit = hardware.stack.loss_bytes_per_logit * (1.0 + model.num_mtp_modules)
+    reserved = np.full(np.shape(grid.tp), hardware.overheads.reserved_of(hardware.usable_memory_bytes))
+    return LayerMemory(
+        dense,
+        moe,
+        sharding_columns(grid, hardware.stack),
+        reserved,
+        per_logit * tokens * model.vocab_size / grid.tp,
+    )
+
+
+@dataclass(frozen=True)
+class _StagePeak:
+    """One pipeline stage's bytes per GPU: model state, and the activations' parts before the
+    recompute share is chosen."""
+
+    weights: Array
+    gradients: Array
+    optimizer: Array
+    kept: Array  # every layer's activations kept, micro-batches in flight included
+    full: Array  # the same with every layer fully recomputed (its input only)
+    working_set: Array  # one recomputed layer's activations at the backward peak
+    logits: Array
+    layers: Array
+
+    def free_bytes(self, hardware: Hardware, reserved: Array) -> Array:
+        """Memory left for the layers' activations."""
+        used = self.weights + self.gradients + self.optimizer + reserved + self.logits
+        return hardware.usable_memory_bytes - used
+
+    def activations(self, fraction: Array) -> Array:
+        """Activation bytes with ``fraction`` of the stage's layers fully recomputed."""
+        recomputing = np.where(fraction > 0.0, self.working_set, 0.0)
+        return (1.0 - fraction) * self.kept + fraction * self.full + recomputing + self.logits
+
+
+def _stage_peak(
     grid: PlanGrid,
     model: TransformerSpec,
-    shapes: LayerShapes,
     hardware: Hardware,
-    seq_len: int,
+    shared: LayerMemory,
+    params: StageParams,
     *,
-    params: StageParams | None = None,
-) -> TrainMemory:
-    """Peak bytes per GPU of every plan in ``grid`` (``params``: :func:`stage_params`, if known)."""
-    params = params or stage_params(grid, model, shapes)
+    first_layer: Array,
+    in_flight: Array,
+    losses: Array,
+) -> _StagePeak:
+    """The bytes of a stage whose layers start at ``first_layer``, holding ``in_flight`` micro-batches
+    of its layers and ``losses`` micro-batches of its MTP blocks and logits."""
     replicas = grid.dp * grid.cp
     expert_replicas = grid.tp * grid.cp * grid.dp / (grid.ep * grid.etp)
     weight_bytes: Array = hardware.activation_bytes_per_element
     optimizer_per_param = hardware.stack.optimizer_bytes_per_param if weight_bytes < 4.0 else 8.0
+    stage_layers = params.layers_per_stage - params.mtp_blocks
     if hardware.quantized_linears and hardware.stack.fp8_weight_copy:
-        # the first stage sets the peak; the layers it keeps in BF16 hold no 8-bit copy
-        first = np.maximum(params.layers_per_stage, 1.0)
-        wide = grid.bf16_layers_in(0.0, params.layers_per_stage, model.num_layers) / first
+        # the layers the stage keeps in BF16 hold no 8-bit copy
+        wide = grid.bf16_layers_in(first_layer, stage_layers, model.num_layers)
+        wide = wide / np.maximum(params.layers_per_stage, 1.0)
         weight_bytes = weight_bytes + weight_copy_bytes(hardware.precision) * (1.0 - wide)
-
-    rules = sharding_columns(grid, hardware.stack)
+    rules = shared.rules
 
     def placed(per_param: Array, whole: Array, sharded: Array) -> Array:
         dense = np.where(whole, params.dense, 0.0) + np.where(sharded, params.dense / replicas, 0.0)
@@ -448,28 +588,106 @@ def training_memory(
     )
     gradients = placed(grid.grad_bytes, ~rules.gradients_sharded, rules.gradients_sharded)
     optimizer = placed(optimizer_per_param, ~rules.optimizer_sharded, rules.optimizer_sharded)
-    dense = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=False)
-    moe_saved = dense
-    if model.moe is not None:
-        moe_saved = saved_per_layer(grid, model, shapes, hardware, seq_len=seq_len, moe=True)
-    num_dense = params.layers_per_stage - params.moe_layers_per_stage
-    num_moe = params.moe_layers_per_stage
-    in_flight = activations_in_flight(grid)
-    kept = (num_dense * dense.kept(grid) + num_moe * moe_saved.kept(grid)) * in_flight
-    full = (num_dense * dense.checkpoint + num_moe * moe_saved.checkpoint) * in_flight
-    working_set = _recompute_working_set(dense, moe_saved, num_dense, num_moe)
-    tokens = grid.micro_batch_size * seq_len / grid.cp
-    # the loss's peak over the vocabulary (the stack's cross-entropy: fp32 copies, saved
-    # softmax or log-probabilities, their gradients), on the last stage only: with pipeline
-    # stages the first one, holding the most micro-batches, sets the peak
-    per_logit = hardware.stack.loss_bytes_per_logit
-    logits = np.where(grid.pp > 1, 0.0, per_logit * tokens * model.vocab_size / grid.tp)
-    reserved = np.full_like(weights, hardware.overheads.reserved_of(hardware.usable_memory_bytes))
-    free = hardware.usable_memory_bytes - (weights + gradients + optimizer + reserved + logits)
-    fraction = _recompute_fraction(grid, kept, full, free - working_set, params.layers_per_stage)
-    recomputing = np.where(fraction > 0.0, working_set, 0.0)
-    activations = (1.0 - fraction) * kept + fraction * full + recomputing + logits
-    return TrainMemory(weights, gradients, optimizer, activations, reserved, fraction)
+    # MTP blocks are like the model's last layer and run once per loss
+    mtp = params.mtp_blocks
+    num_moe = params.moe_layers_per_stage - (mtp if model.num_moe_layers else 0.0)
+    num_dense = stage_layers - num_moe
+    last_kind = shared.moe if model.num_moe_layers else shared.dense
+    kept = (num_dense * shared.dense.kept(grid) + num_moe * shared.moe.kept(grid)) * in_flight
+    kept = kept + mtp * last_kind.kept(grid) * losses
+    full = (num_dense * shared.dense.checkpoint + num_moe * shared.moe.checkpoint) * in_flight
+    full = full + mtp * last_kind.checkpoint * losses
+    with_mtp = num_dense + (0.0 if model.num_moe_layers else mtp)
+    working_set = _recompute_working_set(shared.dense, shared.moe, with_mtp, params.moe_layers_per_stage)
+    logits = shared.loss_bytes * losses
+    return _StagePeak(weights, gradients, optimizer, kept, full, working_set, logits, params.layers_per_stage)
+
+
+def training_memory(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    hardware: Hardware,
+    seq_len: int,
+    *,
+    params: StageParams | None = None,
+    last_layers: Array | None = None,
+    recompute_fraction: Array | None = None,
+    layers: LayerMemory | None = None,
+) -> TrainMemory:
+    """Peak bytes per GPU of every plan in ``grid``: the larger of its first stage's (the most
+    micro-batches in flight, the embedding) and its last stage's (its ``last_layers``, ``ceil(L/pp)``
+    if not given; the LM head, the logits and loss, any MTP modules). ``params``: the first
+    stage's :func:`stage_params`, if known; ``layers``: :func:`layer_memory`, if known. Both
+    stages recompute the same share of layers under ``partial``: the larger of what each needs,
+    or ``recompute_fraction`` where the step was timed with one already.
+
+    >>> from lightspeed.sol.train.plan import TrainingPlan
+    >>> from lightspeed.sol.train.grid import grid_from_plans
+    >>> from lightspeed.sol.core.hardware import hardware_for
+    >>> from lightspeed.sol.core.shapes import layer_shapes
+    >>> from lightspeed.catalog import load_catalog
+    >>> from lightspeed.workload import load_models
+    >>> model = load_models().get("llama-3-8b")
+    >>> hardware = hardware_for(load_catalog().cluster("dgx-h100", num_nodes=1), "bf16")
+    >>> plan = TrainingPlan(pp=2, global_batch_size=8, seq_len=8192, recompute="full")
+    >>> grid = grid_from_plans([plan.resolved(hardware.stack)])
+    >>> memory = training_memory(grid, model, layer_shapes(model), hardware, 8192)
+    >>> bool(memory.peak_on_last_stage[0])
+    True
+    """
+    params = params or stage_params(grid, model, shapes)
+    last_params = last_stage_params(grid, model, shapes, last_layers, first=params)
+    shared = layers or layer_memory(grid, model, shapes, hardware, seq_len)
+    first = _stage_peak(
+        grid,
+        model,
+        hardware,
+        shared,
+        params,
+        first_layer=np.zeros_like(params.layers_per_stage),
+        in_flight=activations_in_flight(grid),
+        losses=np.where(grid.pp > 1, 0.0, 1.0),
+    )
+    last_start = model.num_layers - (last_params.layers_per_stage - last_params.mtp_blocks)
+    last = _stage_peak(
+        grid,
+        model,
+        hardware,
+        shared,
+        last_params,
+        first_layer=np.where(grid.is_schedule("dualpipe", "dualpipev"), 0.0, last_start),
+        in_flight=last_stage_in_flight(grid),
+        losses=loss_microbatches(grid),
+    )
+    fraction = recompute_fraction
+    if fraction is None:
+        fraction = np.maximum(*(_fraction(grid, stage, hardware, shared) for stage in (first, last)))
+    totals = [
+        stage.weights + stage.gradients + stage.optimizer + stage.activations(fraction)
+        for stage in (first, last)
+    ]
+    on_last = (grid.pp > 1) & (totals[1] > totals[0])
+
+    def peak(name: str) -> Array:
+        return np.where(on_last, getattr(last, name), getattr(first, name))
+
+    activations = np.where(on_last, last.activations(fraction), first.activations(fraction))
+    return TrainMemory(
+        peak("weights"),
+        peak("gradients"),
+        peak("optimizer"),
+        activations,
+        shared.reserved_bytes,
+        fraction,
+        peak_on_last_stage=on_last,
+    )
+
+
+def _fraction(grid: PlanGrid, stage: _StagePeak, hardware: Hardware, shared: LayerMemory) -> Array:
+    """The share of ``stage``'s layers its plan's recompute policy runs fully recomputed."""
+    free = stage.free_bytes(hardware, shared.reserved_bytes) - stage.working_set
+    return _recompute_fraction(grid, stage.kept, stage.full, free, stage.layers)
 
 
 def _recompute_working_set(dense: _Saved, moe: _Saved, num_dense: Array, num_moe: Array) -> Array:

@@ -363,6 +363,8 @@ def _stage_notes(
             f"pipeline: {last} of the {model.num_layers} layers + {ends} on the last stage, up to "
             f"{other} on each other stage; {paced} paces the step"
         )
+        if bool(np.asarray(arrays.memory.peak_on_last_stage)[index]):
+            notes.append(f"memory peaks on the last stage: its layers, {ends} and the logits")
     return tuple(notes)
 
 

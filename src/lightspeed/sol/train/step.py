@@ -25,6 +25,7 @@ from lightspeed.sol.train.memory import (
     ShardingColumns,
     StageParams,
     TrainMemory,
+    layer_memory,
     sharding_columns,
     stage_params,
     training_memory,
@@ -375,13 +376,45 @@ def _exposed_data_parallel(
     return np.where(rules.gathers_layers, layered, stepwise)
 
 
+def _memory_and_stage(
+    grid: PlanGrid,
+    model: TransformerSpec,
+    shapes: LayerShapes,
+    hardware: Hardware,
+    seq_len: int,
+    *,
+    params: StageParams,
+) -> tuple[TrainMemory, _Stage, Array, PipelineSplit]:
+    """Memory and the bottleneck stage on one split of the layers. The split follows the layers'
+    time, which follows the share recomputed, which follows memory: memory is first counted with
+    ``ceil(L/pp)`` layers on the last stage (at least as many as the split leaves it), which sets
+    the recompute share (``partial``: enough for that count), the stage is timed and the split
+    chosen at that share, and the last stage counted again on its own layers at the same share."""
+    layers = layer_memory(grid, model, shapes, hardware, seq_len)
+    memory = training_memory(grid, model, shapes, hardware, seq_len, params=params, layers=layers)
+    recompute = memory.recompute_fraction
+    stage, flop, split = _stage(grid, model, shapes, hardware, seq_len=seq_len, recompute=recompute)
+    if np.any(split.last < np.ceil(model.num_layers / grid.pp)):
+        memory = training_memory(
+            grid,
+            model,
+            shapes,
+            hardware,
+            seq_len,
+            params=params,
+            last_layers=split.last,
+            recompute_fraction=recompute,
+            layers=layers,
+        )
+    return memory, stage, flop, split
+
+
 def evaluate_grid(grid: PlanGrid, model: TransformerSpec, hardware: Hardware, seq_len: int) -> StepArrays:
     """Step breakdown and memory of every plan in ``grid`` (the vectorized core)."""
     shapes = layer_shapes(model)
     params = stage_params(grid, model, shapes)  # computed once: memory, stage and DP all need it
-    memory = training_memory(grid, model, shapes, hardware, seq_len, params=params)
-    stage, flop_per_microbatch, split = _stage(
-        grid, model, shapes, hardware, seq_len=seq_len, recompute=memory.recompute_fraction
+    memory, stage, flop_per_microbatch, split = _memory_and_stage(
+        grid, model, shapes, hardware, seq_len, params=params
     )
     m = grid.num_microbatches
     parts = {name: m * value for name, value in stage.parts_per_microbatch.items()}
