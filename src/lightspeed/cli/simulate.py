@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -39,6 +39,7 @@ from lightspeed.sol import ServingConfig
 from lightspeed.sol.serve import (
     MLPERF_SCENARIOS,
     ArrivalProcess,
+    LengthDistribution,
     LoadPoint,
     MlperfWorkload,
     ServiceLevel,
@@ -65,6 +66,13 @@ _SCHEDULER_KEYS = (
     "prefill_steps",
 )
 _NUMBER = (int, float)
+# the [simulate] key of each length's lognormal centre (see SIMULATE_TABLE)
+LOGNORMAL_CENTRE_KEYS: Final = {
+    "input_tokens": "isl_dist_mean_tokens",
+    "output_tokens": "osl_dist_mean_tokens",
+}
+_CENTRE_KEYS: Final = frozenset(LOGNORMAL_CENTRE_KEYS.values())
+_SIDE_FLAGS: Final = {"input_tokens": "isl", "output_tokens": "osl"}
 # --max-rate-at-slo reruns the run at the rate it finds with this many more seeds: the rate is one
 # sample of the arrivals (Llama 3 8B FP8 on one H100, 500/200 tokens, TTFT 300 ms and TPOT 20 ms:
 # 59.47-63.87 req/s over seeds 0-4, a 7% spread), and the output says whether it holds on them
@@ -80,6 +88,10 @@ SIMULATE_TABLE = OptionTable(
         "trace": ("trace_path", (str,)),
         "isl_dist": ("isl_dist", (str,)),
         "osl_dist": ("osl_dist", (str,)),
+        # the mean a lognormal --isl-dist/--osl-dist centres on (its --isl/--osl) where the file's
+        # top-level input_tokens/output_tokens hold the mean after clipping, for plan infer
+        LOGNORMAL_CENTRE_KEYS["input_tokens"]: ("input_tokens", (int,)),
+        LOGNORMAL_CENTRE_KEYS["output_tokens"]: ("output_tokens", (int,)),
         "prefix_hit_rate": ("prefix_hit_rate", _NUMBER),
         "mlperf": ("mlperf_name", (str,)),
         "scenario": ("scenario", (str,)),
@@ -158,11 +170,12 @@ def command(*, as_json: bool, **values: Any) -> None:
     workload, slo, find_capacity = _workload(config, values, slo=slo, model=parts.model, benchmark=benchmark)
     # the plan file and the JSON keep the count run (an MLPerf benchmark's samples, a whole trace)
     # and the mean lengths drawn, which plan infer analyses (the distributions in [simulate])
-    lengths = _mean_lengths(workload)
+    lengths = _mean_lengths(workload, values)
+    table = _written_table(lengths, values)
     config = configuration(
         ServingConfig,
         named,
-        table=_written_table(lengths, values),
+        table=table,
         changes={**lengths, **({} if _requests_given() else {"num_requests": workload.num_requests})},
     )
     _note_users_past_requests(workload)
@@ -187,6 +200,7 @@ def command(*, as_json: bool, **values: Any) -> None:
         find_capacity=find_capacity,
         as_json=as_json,
         config=config,
+        table=table,
         benchmark=benchmark,
         context=context,
     )
@@ -207,35 +221,53 @@ def _note_users_past_requests(workload: ServingWorkload) -> None:
     )
 
 
-def _mean_lengths(workload: ServingWorkload) -> dict[str, int]:
+def _mean_lengths(workload: ServingWorkload, values: dict[str, Any]) -> dict[str, int]:
     """``input_tokens``/``output_tokens`` of a plan file for lengths the workload draws itself (a
-    uniform or file distribution, a trace, an MLPerf benchmark's), not given on the command line:
-    their means, rounded, where they differ from the option's value (its default, which no request
-    ran at, would otherwise be written for ``plan infer`` to analyse)."""
+    uniform or file distribution, a trace, an MLPerf benchmark's; not given on the command line) or
+    clips (a lognormal's draws beyond its bounds, given or not): the mean of what is drawn, rounded,
+    where it differs from the option's value (its default, which no request ran at, or the mean a
+    lognormal centres on before clipping, would otherwise be written for ``plan infer`` to analyse)."""
     sides = (("input_tokens", workload.input_lengths), ("output_tokens", workload.output_lengths))
-    return {
-        name: max(round(lengths.mean_tokens), 1)
+    means = {
+        name: max(round(_drawn_mean_tokens(lengths)), 1)
         for name, lengths in sides
-        if lengths.kind != "fixed" and not given_flags(name)
+        if lengths.kind == "lognormal" or (lengths.kind != "fixed" and not given_flags(name))
     }
+    return {name: tokens for name, tokens in means.items() if tokens != values[name]}
+
+
+def _drawn_mean_tokens(lengths: LengthDistribution) -> float:
+    """The mean of the lengths ``lengths`` draws: a lognormal's after clipping to its bounds
+    (:meth:`LengthDistribution.clipped`; ``mean_tokens`` is its centre before), else ``mean_tokens``."""
+    return lengths.clipped()[1] if lengths.kind == "lognormal" else lengths.mean_tokens
 
 
 def _written_table(lengths: dict[str, int], values: dict[str, Any]) -> OptionTable:
     """The [simulate] table as a plan file writes it, its comment saying which of the file's
     top-level lengths are means of the distributions in the table and what plan infer, which
     leaves the table out, analyses instead of them (every request at those lengths, and Poisson
-    arrivals where --burstiness shapes them)."""
+    arrivals where --burstiness shapes them). A lognormal's centre (its --isl/--osl) is kept in the
+    table where the top level holds its clipped mean, so that ``simulate --config`` draws the same
+    lengths; otherwise the table leaves the centre keys out."""
+    centred = [name for name in lengths if values[f"{_SIDE_FLAGS[name]}_dist"][0] == "lognormal"]
     notes = [SIMULATE_TABLE.comment]
     if lengths:
         named = " and ".join(f"{name} = {tokens}" for name, tokens in lengths.items())
         means = "is the mean" if len(lengths) == 1 else "are the means"
         notes.append(f"{named} above {means} of the lengths drawn here: plan infer runs every request at it")
+    for name in centred:
+        notes.append(
+            f"{name} = {lengths[name]} is the lognormal's mean after clipping to its bounds; simulate "
+            f"centres it on {LOGNORMAL_CENTRE_KEYS[name]} = {values[name]} (--{_SIDE_FLAGS[name]})"
+        )
     if values.get("cv") is not None:
         notes.append(
             f"plan infer takes arrival_rate as Poisson arrivals; simulate gives them gamma gaps of CV "
             f"{values['cv']:g} (burstiness)"
         )
-    return replace(SIMULATE_TABLE, comment="\n# ".join(notes)) if len(notes) > 1 else SIMULATE_TABLE
+    kept = {LOGNORMAL_CENTRE_KEYS[name] for name in centred}
+    keys = {key: item for key, item in SIMULATE_TABLE.keys.items() if key in kept or key not in _CENTRE_KEYS}
+    return replace(SIMULATE_TABLE, keys=keys, comment="\n# ".join(notes))
 
 
 def _note_token_budget(deployment: SimulatedDeployment, budget: int | None) -> None:
@@ -505,6 +537,7 @@ def _run(
     find_capacity: bool,
     as_json: bool,
     config: ServingConfig,
+    table: OptionTable,
     benchmark: MlperfWorkload | None,
     context: tuple[str, ...] = (),
 ) -> None:
@@ -561,7 +594,7 @@ def _run(
                 "interval_under_load": None if band is None else band.intervals(),
                 "sweep": [point.to_dict() for point in sweep],
                 "plots": [str(path) for path in written],
-                "config": {**config.to_file_dict(), SIMULATE_TABLE.name: SIMULATE_TABLE.file_values(values)},
+                "config": {**config.to_file_dict(), table.name: table.file_values(values)},
             }
         )
         return

@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from lightspeed.clock import clock_anchor_ns
-from lightspeed.errors import UserInputError
+from lightspeed.errors import LightspeedError, UserInputError
 from lightspeed.extras import import_extra
 from lightspeed.goodput.events import (
     FLUSH_PHASES,
@@ -50,7 +50,7 @@ from lightspeed.goodput.events import (
 )
 from lightspeed.goodput.feed import SinkFeed
 from lightspeed.goodput.utilization import check_figures
-from lightspeed.goodput.writer import EventWriter
+from lightspeed.goodput.writer import ENCODER, EventWriter, plain_number
 from lightspeed.records import JsonDict
 from lightspeed.units import PRECISIONS
 
@@ -63,6 +63,9 @@ NS_PER_S: Final = 1_000_000_000
 # built as its start plus a measured duration; a stamp from another clock (time.time_ns() is decades
 # ahead of perf_counter_ns, a microsecond clock far behind the job start) is off by far more.
 STAMP_AHEAD_TOLERANCE_NS: Final = 60 * NS_PER_S
+# How long the constructor waits for the writer thread to put the job start on disk (a hung network
+# file system must not hang the training forever; the job start is then written when the disk answers)
+JOB_START_WRITE_TIMEOUT_S: Final = 30.0
 
 
 class _Span:
@@ -223,10 +226,12 @@ class Tracker:
         meta: JsonDict | None = None,
         sinks: Sequence[MetricSink] = (),
     ) -> None:
-        self.rank = _env_int("RANK", 0) if rank is None else rank
-        self.world_size = _env_int("WORLD_SIZE", 1) if world_size is None else world_size
+        self.rank, self.world_size = _check_ranks(
+            _env_int("RANK", 0) if rank is None else rank,
+            _env_int("WORLD_SIZE", 1) if world_size is None else world_size,
+        )
         self.tokens_scope = tokens_scope
-        _check_arguments(self.rank, self.world_size, tokens_scope, flush_interval_s, recompute)
+        _check_arguments(tokens_scope, flush_interval_s, recompute)
         _check_workload(precision=precision, training=training, seq_len=seq_len)
         check_figures(
             num_nodes=num_nodes,
@@ -273,6 +278,7 @@ class Tracker:
             on_written=self._feed,
         )
         self._append = self._writer.append  # the hot path: one deque.append per event
+        self._failure_raised = False
         workload = {
             "model": model,
             "system": system,
@@ -286,24 +292,22 @@ class Tracker:
             "peak_flop_per_s": peak_flop_per_s,
             "sol_tokens_per_s_per_accelerator": sol_tokens_per_s_per_accelerator,
         }
-        self._append(
-            (
-                "job_start",
-                start_ns,
-                {
-                    "rank": self.rank,
-                    "world_size": self.world_size,
-                    "num_nodes": num_nodes if num_nodes is not None else _default_num_nodes(self.world_size),
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "tokens_scope": tokens_scope,
-                    **{key: value for key, value in workload.items() if value is not None},
-                    **({"monitor_run": str(Path(monitor_run).resolve())} if monitor_run else {}),
-                    "meta": dict(meta or {}),
-                },
-            )
-        )
+        fields = {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "num_nodes": _plain(num_nodes) if num_nodes is not None else _default_num_nodes(self.world_size),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "tokens_scope": tokens_scope,
+            **{key: _plain(value) for key, value in workload.items() if value is not None},
+            **({"monitor_run": str(Path(monitor_run).resolve())} if monitor_run else {}),
+            "meta": _checked_meta(meta),
+        }
+        self._append(("job_start", start_ns, fields))
         self._writer.request_flush()
+        # the job start is on disk before the training starts: a run whose writer fails later still
+        # has the start of its log
+        self._writer.wait_first_write(JOB_START_WRITE_TIMEOUT_S)
         _OPEN_TRACKERS.add(self)
 
     # -- recording -----------------------------------------------------------
@@ -324,7 +328,7 @@ class Tracker:
         """
         index = self._next_step if step is None else step
         self._check_step(index, tokens=tokens, samples=samples)
-        return _Span(self, "step", step=index, tokens=tokens, samples=samples, sync=sync)
+        return _Span(self, "step", step=int(index), tokens=_plain(tokens), samples=_plain(samples), sync=sync)
 
     def init(self) -> _Span:
         """Time initialization (device setup, model build, compile)."""
@@ -350,8 +354,11 @@ class Tracker:
 
     def badput(self, name: str) -> _Span:
         """Time custom named badput (garbage collection, profiling, a rebalance ...)."""
-        if not name:
-            raise UserInputError("custom badput needs a non-empty name, e.g. tracker.badput('gc')")
+        if not isinstance(name, str) or not name:
+            raise UserInputError(
+                f"custom badput needs a non-empty name, e.g. tracker.badput('gc'), got {name!r}"
+            )
+        self._check_open("badput()")
         return _Span(self, "custom", step=self._next_step, name=name)
 
     def wrap_loader(self, iterable: Iterable[ItemT]) -> Iterator[ItemT]:
@@ -368,9 +375,9 @@ class Tracker:
 
     def set_step(self, step: int) -> None:
         """Set the index of the next step (after a checkpoint restore)."""
-        if step < 0:
-            raise UserInputError(f"step index must be >= 0, got {step}")
-        self._next_step = step
+        if not _is_whole(step) or step < 0:
+            raise UserInputError(f"step index must be a whole number >= 0, got {step!r}")
+        self._next_step = int(step)
 
     def now_ns(self) -> int:
         """The tracker's clock (``time.perf_counter_ns``) for :meth:`record_step`/:meth:`record_phase`."""
@@ -385,17 +392,21 @@ class Tracker:
         self._check_step(index, tokens=tokens, samples=samples)
         self._check_stamps(start_ns, end_ns)
         self._check_step_free(index, call="record_step()")
+        index, start_ns, end_ns = int(index), int(start_ns), int(end_ns)
         self._logged_steps.add(index)
         self._next_step = index + 1
         self._latest_end_ns = max(self._latest_end_ns, end_ns)
-        self._append(("step", index, start_ns, end_ns, tokens, samples, False))
+        self._append(("step", index, start_ns, end_ns, _plain(tokens), _plain(samples), False))
 
     def record_phase(self, phase: str, *, start_ns: int, end_ns: int, name: str | None = None) -> None:
         """Record a phase timed elsewhere (``phase`` is one of init, data_wait, ... custom)."""
         if phase not in PHASES:
             raise UserInputError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+        if name is not None and not isinstance(name, str):
+            raise UserInputError(f"record_phase(name=...) must be text, got {name!r}")
         self._check_open(f"record_phase({phase!r})")
         self._check_stamps(start_ns, end_ns)
+        start_ns, end_ns = int(start_ns), int(end_ns)
         self._latest_end_ns = max(self._latest_end_ns, end_ns)
         self._append(("phase", phase, name or "", self._next_step, start_ns, end_ns))
         if phase in FLUSH_PHASES:
@@ -422,6 +433,7 @@ class Tracker:
         self._writer.close()
         if self._feed is not None:
             self._feed.flush()
+        self._raise_writer_failure()
 
     @property
     def sink_error(self) -> str | None:
@@ -447,7 +459,19 @@ class Tracker:
         self._check_open(f"{phase}()")
         return _Span(self, phase, step=self._next_step)
 
+    def _raise_writer_failure(self) -> None:
+        """Raise, once, why the writer left an event out: a log missing events must not pass unseen."""
+        failure = self._writer.failure
+        if failure is None or self._failure_raised:
+            return
+        self._failure_raised = True
+        raise LightspeedError(
+            f"goodput tracker: {failure}; {self.path} holds the events before and after it; "
+            "record steps and phases with plain numbers (int, float) and meta= with JSON values"
+        )
+
     def _check_open(self, call: str) -> None:
+        self._raise_writer_failure()
         if self._closed:
             raise UserInputError(
                 f"{call} after the tracker was closed: its job end is written, so the event would be lost; "
@@ -521,11 +545,30 @@ def cuda_synchronizer() -> Callable[[], None]:
     return lambda: None
 
 
-def _check_arguments(
-    rank: int, world_size: int, tokens_scope: str, flush_interval_s: float, recompute: str
-) -> None:
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise UserInputError(f"rank {rank} is not in 0..world_size-1 (world_size {world_size})")
+def _check_ranks(rank: object, world_size: object) -> tuple[int, int]:
+    """``rank`` and ``world_size`` as ints: whole numbers (not bools), ``0 <= rank < world_size``."""
+    size = _whole_argument("world_size", world_size, minimum=1)
+    index = _whole_argument("rank", rank, minimum=0)
+    if index >= size:
+        raise UserInputError(
+            f"rank {index} is not in 0..world_size-1 (world_size {size}); "
+            "pass this process's rank and the job's number of ranks"
+        )
+    return index, size
+
+
+def _whole_argument(name: str, value: object, *, minimum: int) -> int:
+    """``value`` of the argument ``name`` as an int (NumPy's integers too), else one line naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
+        raise UserInputError(
+            f"{name} must be a whole number >= {minimum}, got {value!r} ({type(value).__name__}); pass "
+            f"an int, e.g. {name}=int(os.environ['{name.upper()}']), or leave it out to read it from the "
+            "environment"
+        )
+    return int(value)
+
+
+def _check_arguments(tokens_scope: str, flush_interval_s: float, recompute: str) -> None:
     if tokens_scope not in TOKENS_SCOPES:
         raise UserInputError(f"tokens_scope {tokens_scope!r} is not one of {', '.join(TOKENS_SCOPES)}")
     if not flush_interval_s > 0:
@@ -541,8 +584,30 @@ def _check_workload(*, precision: str, training: str, seq_len: int | None) -> No
         raise UserInputError(f"unknown precision {precision!r}; allowed: {', '.join(PRECISIONS)}")
     if training not in ("full", "lora"):
         raise UserInputError(f"training {training!r} is not one of full, lora")
-    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1):
+    if seq_len is not None and (not _is_whole(seq_len) or seq_len < 1):
         raise UserInputError(f"seq_len must be a whole number >= 1, got {seq_len!r}")
+
+
+def _checked_meta(meta: JsonDict | None) -> JsonDict:
+    """``meta`` as a dict the event log can hold, refused here (not lost on the writer thread) when a
+    value is not JSON."""
+    fields = dict(meta or {})
+    try:
+        ENCODER.encode(fields)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise UserInputError(
+            f"Tracker(meta=...) must hold JSON values (text, numbers, lists, dicts): {error}; "
+            "convert the value (e.g. str(path))"
+        ) from None
+    return fields
+
+
+def _plain(value: Any) -> Any:
+    """A number of any numeric type as an ``int`` or ``float`` (NumPy's scalars are recorded as the
+    numbers they hold); anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return value
+    return plain_number(value)
 
 
 def _is_whole(value: object) -> bool:

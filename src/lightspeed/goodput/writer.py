@@ -7,6 +7,10 @@ drains the deque in one batch, encodes JSON lines, appends them to the rank's
 file and flushes. Everything that touches the disk, including creating the
 run directory and agreeing on the run id, happens on that thread.
 
+Numbers are written as JSON numbers whatever their Python type (NumPy's scalars included). An
+event that still cannot be encoded is left out, the events around it are written, and the
+reason is kept in :attr:`EventWriter.failure` for the tracker to raise at its next call.
+
 A process killed with SIGKILL loses only what was still pending: at most one
 flush interval of events (a flushed write is in the OS page cache, which
 survives the process). ``fsync=True`` also survives a machine crash, at the
@@ -26,6 +30,7 @@ import collections
 import contextlib
 import json
 import logging
+import numbers
 import os
 import tempfile
 import threading
@@ -42,8 +47,25 @@ from lightspeed.errors import DataFileError
 from lightspeed.goodput.events import RUN_FILE, SCHEMA_VERSION
 
 _STOP: Final = ("stop",)
-_ENCODER: Final = msgspec.json.Encoder()
 _LOG = logging.getLogger(__name__)
+
+
+def plain_number(value: object) -> int | float:
+    """A number of any numeric type (NumPy's ``int64``, ``float32`` ...) as the ``int`` or ``float``
+    JSON can hold; the encoder's hook for the types it does not know.
+
+    >>> import numpy as np
+    >>> plain_number(np.int64(4096)), plain_number(np.float32(0.5))
+    (4096, 0.5)
+    """
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"objects of type {type(value).__name__} are not JSON values")
+
+
+ENCODER: Final = msgspec.json.Encoder(enc_hook=plain_number)
 
 
 class EventWriter:
@@ -77,18 +99,24 @@ class EventWriter:
         self.anchor_ns = anchor_ns
         self.flush_interval_s = flush_interval_s
         self.fsync = fsync
-        self.error: str | None = None
+        self.error: str | None = None  # why the file cannot be written (the training goes on)
+        self.failure: str | None = None  # why an event was left out (the tracker raises it)
         self.num_written = 0
         self._run_id = run_id
         self._pending: collections.deque[tuple[Any, ...]] = collections.deque()
         self.append = self._pending.append
         self._wake = threading.Event()
+        self._first_write = threading.Event()  # set once the first batch is on disk or the writer gave up
         self._thread = threading.Thread(target=self._run, name="lightspeed-goodput-writer", daemon=True)
         self._thread.start()
 
     def request_flush(self) -> None:
         """Wake the writer now (after an important phase) instead of at the next interval."""
         self._wake.set()
+
+    def wait_first_write(self, timeout_s: float = 30.0) -> None:
+        """Wait (up to ``timeout_s``) until the first batch (the job start) is written, or writing failed."""
+        self._first_write.wait(timeout_s)
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Write everything pending, close the file and stop the thread (waits up to ``timeout_s``)."""
@@ -113,8 +141,15 @@ class EventWriter:
         except OSError as error:  # disk full, permissions: the training job must go on
             self.error = f"{self.path}: {error.strerror or error}"
             _report_write_error(self.error)
+            self._first_write.set()
+            self._drop_until_stop()
+        except Exception as error:  # a bug: kept for the tracker to raise, never a silently dead thread
+            self.failure = f"the event writer stopped ({type(error).__name__}: {error})"
+            _LOG.exception("goodput tracker: %s", self.failure)
+            self._first_write.set()
             self._drop_until_stop()
         finally:
+            self._first_write.set()
             if handle is not None:
                 with contextlib.suppress(OSError):
                     handle.close()
@@ -161,17 +196,32 @@ class EventWriter:
             if item is _STOP:
                 stop = True
                 break
-            lines.append(self._encode(item, run_id))
-            items.append(item)
+            line = self._encode_or_note(item, run_id)
+            if line is not None:
+                lines.append(line)
+                items.append(item)
         if lines:
             handle.write(b"".join(lines))
             handle.flush()
             if self.fsync:
                 os.fsync(handle.fileno())
             self.num_written += len(lines)
-            if self.on_written is not None:
-                self.on_written(items)
+        if lines or self.failure is not None:
+            self._first_write.set()
+        if items and self.on_written is not None:
+            self.on_written(items)
         return stop
+
+    def _encode_or_note(self, item: tuple[Any, ...], run_id: str) -> bytes | None:
+        """The line of ``item``, or ``None`` with the reason kept in :attr:`failure` (the first one):
+        one event that cannot be encoded must not take the batch around it down with it."""
+        try:
+            return self._encode(item, run_id)
+        except (TypeError, ValueError, OverflowError) as error:
+            if self.failure is None:
+                self.failure = f"a {item[0]} event could not be written ({type(error).__name__}: {error})"
+                _LOG.error("goodput tracker: %s; the events around it are written", self.failure)
+            return None
 
     def _encode(self, item: tuple[Any, ...], run_id: str) -> bytes:
         anchor = self.anchor_ns
@@ -193,7 +243,7 @@ class EventWriter:
             line.update(t_ns=anchor + item[1], **item[2], run_id=run_id)
         else:
             line.update(t_ns=anchor + item[1], status=item[2])
-        return _ENCODER.encode(line) + b"\n"
+        return ENCODER.encode(line) + b"\n"
 
 
 def _report_write_error(reason: str) -> None:

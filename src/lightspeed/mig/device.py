@@ -18,9 +18,17 @@ from lightspeed.errors import TraceError
 from lightspeed.records import Record
 
 MAX_LGI_BYTES: Final = 1 << 20
+# GPUs one node numbers: 8 on a DGX/HGX A100, H100 or B200, 16 on an HGX-2; 64 leaves room and refuses
+# an index no node has (10,000,000 made the plan build a row per GPU up to it: 36 s and 1 GB)
+MAX_GPUS_PER_NODE: Final = 64
 _LGI_ROW: Final = re.compile(
-    r"^\|\s*(?P<gpu>\d+)\s+MIG\s+(?P<profile>\S+)\s+(?P<profile_id>\d+)\s+(?P<instance>\d+)\s+"
-    r"(?P<start>\d+):(?P<size>\d+)\s*\|$"
+    r"^\|\s*(?P<gpu>\d+)\s+MIG\s+(?P<profile>\S+)\s+(?P<profile_id>\d{1,9})\s+(?P<instance>\d{1,9})\s+"
+    r"(?P<start>\d{1,9}):(?P<size>\d{1,9})\s*\|$"
+)
+# the table's frame and header lines around the rows (nvidia-smi mig -lgi on a driver of 2020-2025)
+_LGI_FRAME: Final = re.compile(
+    r"^(\+[-=+]*|\|[-=\s]*\||\|\s*(GPU instances:|GPU\s+Name\s+Profile\s+Instance\s+Placement"
+    r"|ID\s+ID\s+Start:Size)\s*\|)$"
 )
 # What nvidia-smi mig -lgi prints instead of rows: MIG on with no instances, or MIG off on every GPU
 # (as read_mig_layout finds through NVML: no instances either way).
@@ -46,6 +54,8 @@ class GpuInstance(Record):
 def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
     """GPU instances from ``nvidia-smi mig -lgi`` output (rows ``| 0  MIG 3g.40gb  9  2  4:4 |``);
     none when it says there are none or that MIG is off (``No MIG-enabled devices found.``).
+    Every other non-blank line must be the table's frame: a row cut or changed, a GPU index no node
+    has (:data:`MAX_GPUS_PER_NODE`) or other text is refused, naming its line.
 
     >>> rows = parse_lgi("|   0  MIG 3g.40gb          9        2          4:4     |")
     >>> rows[0].profile, rows[0].start
@@ -53,29 +63,62 @@ def parse_lgi(text: str, *, path: str = "<text>") -> tuple[GpuInstance, ...]:
     """
     if len(text) > MAX_LGI_BYTES:
         raise TraceError(path, f"above {MAX_LGI_BYTES} bytes: not nvidia-smi mig -lgi output")
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _LGI_ROW.match(line.strip())
-        if match is not None:
-            rows.append(
-                GpuInstance(
-                    gpu=int(match["gpu"]),
-                    profile=match["profile"].lower(),
-                    profile_id=int(match["profile_id"]),
-                    instance_id=int(match["instance"]),
-                    start=int(match["start"]),
-                    size=int(match["size"]),
-                    line=number,
-                )
-            )
-    if not rows and not any(message in text for message in NO_INSTANCE_MESSAGES):
+    rows, messages, other = [], 0, None
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or _LGI_FRAME.match(stripped):
+            continue
+        if stripped.startswith(NO_INSTANCE_MESSAGES):
+            messages += 1
+        elif stripped.startswith("|"):  # a row, or one cut or changed: refused where it is
+            rows.append(_lgi_row(stripped, path=path, line=number))
+        elif other is None:
+            other = (number, stripped)
+    if other is not None or not (rows or messages):
+        # only a file of -lgi output alone reads as no instances: other text that mentions
+        # 'No GPU instances found' may hide rows, as a row beside other text may be cut from a table
+        problems = [] if other is None else [f"{other[1][:80]!r} is not nvidia-smi mig -lgi output"]
         raise TraceError(
             path,
-            "no GPU instance rows found",
-            fix="save the output of 'nvidia-smi mig -lgi' (its 'No GPU instances found' or "
+            "; ".join(problems + ([] if rows else ["no GPU instance rows found"])),
+            line=None if other is None else other[0],
+            fix="save the output of 'nvidia-smi mig -lgi' alone (its 'No GPU instances found' or "
             "'No MIG-enabled devices found' reads as no instances)",
         )
     return tuple(rows)
+
+
+def _lgi_row(text: str, *, path: str, line: int) -> GpuInstance:
+    """The GPU instance of one stripped ``-lgi`` line that is neither the table's frame nor
+    nvidia-smi's message: a row, else :class:`TraceError` naming the line (a file of other text that
+    mentions 'No GPU instances found' must not read as a machine without instances)."""
+    match = _LGI_ROW.match(text)
+    if match is None:
+        raise TraceError(
+            path,
+            f"not a row of nvidia-smi mig -lgi output: {text[:80]!r}",
+            line=line,
+            fix="save the output of 'nvidia-smi mig -lgi' unchanged (rows such as "
+            "'|   0  MIG 3g.40gb   9   2   4:4   |')",
+        )
+    digits = match["gpu"]
+    if len(digits) > len(str(MAX_GPUS_PER_NODE)) or int(digits) >= MAX_GPUS_PER_NODE:
+        raise TraceError(
+            path,
+            f"GPU index {digits[:20]}{'...' if len(digits) > 20 else ''} is not a GPU of one node "
+            f"(indexes 0 to {MAX_GPUS_PER_NODE - 1}; nodes hold 8 or 16)",
+            line=line,
+            fix="save the output of 'nvidia-smi mig -lgi' of one node unchanged",
+        )
+    return GpuInstance(
+        gpu=int(digits),
+        profile=match["profile"].lower(),
+        profile_id=int(match["profile_id"]),
+        instance_id=int(match["instance"]),
+        start=int(match["start"]),
+        size=int(match["size"]),
+        line=line,
+    )
 
 
 def read_mig_layout(profile_names: Mapping[int, str] | None = None) -> tuple[GpuInstance, ...]:

@@ -14,6 +14,7 @@ profile) onto the fewest GPUs; :func:`mig_commands` prints, never runs, the
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -347,17 +348,32 @@ def _match_gpus(
 ) -> list[int]:
     """The machine's GPU for each planned GPU: the assignment with the fewest instance changes,
     then MIG mode changes, then GPUs off the plan's numbering. The machine has at least as many
-    GPUs as the plan and as the highest index with instances."""
-    num_gpus = max(len(planned), max(on_gpu, default=-1) + 1)
+    GPUs as the plan and as the highest index with instances (:func:`_candidate_gpus`)."""
+    gpus = _candidate_gpus(on_gpu, len(planned))
     weight = 2 * (len(planned) + 1)  # one instance change outweighs any number of the lesser changes
     cost = []
     for index, layout in enumerate(planned):
         row = []
-        for gpu in range(num_gpus):
+        for gpu in gpus:
             changes, toggles = _changes_count(geometry, layout, on_gpu.get(gpu, ()))
             row.append((changes * weight + toggles) * weight + int(gpu != index))
         cost.append(row)
-    return min_cost_assignment(cost)
+    return [gpus[column] for column in min_cost_assignment(cost)]
+
+
+def _candidate_gpus(on_gpu: Mapping[int, Sequence[GpuInstance]], num_planned: int) -> list[int]:
+    """The GPUs an assignment may pick, in order: the plan's numbering ``0..num_planned-1``, those
+    with instances, and the first ``num_planned`` others without instances below the highest index
+    with them. GPUs without instances off the plan's numbering cost the same for every planned GPU,
+    so no assignment needs more of them than the plan has GPUs: the columns grow with what is on the
+    machine, not with its highest GPU index.
+
+    >>> _candidate_gpus({0: [], 9: []}, 2)
+    [0, 1, 2, 3, 9]
+    """
+    chosen = set(range(num_planned)) | set(on_gpu)
+    spare = (gpu for gpu in range(num_planned, max(on_gpu, default=-1)) if gpu not in chosen)
+    return sorted(chosen | set(itertools.islice(spare, num_planned)))
 
 
 def min_cost_assignment(cost: Sequence[Sequence[int]]) -> list[int]:

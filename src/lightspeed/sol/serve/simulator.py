@@ -436,6 +436,32 @@ def _per_request(outcome: EngineOutput) -> tuple[Array, Array, Array]:
     return ttft, tpot, outcome.finish_s - outcome.arrival_s
 
 
+def _steps_run_by(outcome: EngineOutput, horizon_s: float | None) -> Array:
+    """The steps of each iteration record that ended by ``horizon_s`` (all without one; a separate
+    prompt step counts one): a fused multi-step decode record that started before the horizon holds
+    every step it would run, and its steps share its time evenly, the k-th ending ``k / steps`` of
+    the way through it; a step ending at the horizon counts.
+
+    >>> from types import SimpleNamespace
+    >>> record = SimpleNamespace(
+    ...     iteration_steps=np.array([0.0, 1024.0]),
+    ...     iteration_start_s=np.array([0.0, 0.1]),
+    ...     iteration_s=np.array([0.05, 10.24]),
+    ... )
+    >>> _steps_run_by(record, 0.5).tolist(), _steps_run_by(record, None).tolist()
+    ([1.0, 40.0], [1.0, 1024.0])
+    """
+    steps = np.maximum(outcome.iteration_steps, 1.0)
+    if horizon_s is None:
+        return steps
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # a relative slack of 1e-9 keeps a step that ends at the horizon, rounding apart
+        done = np.floor((horizon_s - outcome.iteration_start_s) * steps / outcome.iteration_s + 1e-9)
+    instant = outcome.iteration_s <= 0.0  # no time to share: all its steps end when it starts
+    done = np.where(instant, np.where(outcome.iteration_start_s <= horizon_s, steps, 0.0), done)
+    return np.clip(done, 0.0, steps)
+
+
 def _result(
     deployment: SimulatedDeployment,
     workload: ServingWorkload,
@@ -544,7 +570,7 @@ def _result(
         max_kv_use=load.max_kv_use,
         num_preemptions=outcome.num_preemptions,
         num_swaps=outcome.num_swaps,
-        num_iterations=int(iterations.sum()),
+        num_iterations=int(_steps_run_by(outcome, horizon_s).sum()),
         attention_dp_balance=(
             _weighted_mean(outcome.iteration_balance, iterations) if outcome.iteration_steps.size else 1.0
         ),
