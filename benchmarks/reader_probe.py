@@ -83,7 +83,7 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
         "2048", "2K", "GBS=2048", "16M tokens", "16.8M tokens", "16,777,216 tokens", "2048 x 8192 tokens",
         "2048 sequences of 8192",
     )),
-    *(("T45", "metric", text) for text in (
+    *(("T45", "metric", f"{text}; BF16 MFU") for text in (
         "TFLOPS/GPU", "TFLOP/s per GPU", "Throughput per GPU (TFLOP/s)", "achieved TFLOPs per GPU",
     )),
     # T34: Megatron-Core GPT 1.7B on 48 H100: the count written in the hardware cell instead
@@ -99,7 +99,7 @@ VARIANTS: tuple[tuple[str, str, str], ...] = (
     *(("T101", "sharding", text) for text in (
         "FSDP2", "fully_shard", "FSDP (FULL_SHARD)", "ZeRO-3", "ZeRO stage 3", "DeepSpeed ZeRO-3", "HSDP",
     )),
-    *(("T101", "metric", text) for text in (
+    *(("T101", "metric", f"{text}; peak memory GiB") for text in (
         "TPS per GPU", "tokens/sec/GPU", "tok/s/gpu", "WPS per GPU", "tokens per second per GPU",
     )),
 )  # fmt: skip

@@ -34,7 +34,11 @@ Teton, ...)``, ``DGX GB200 (GB200 NVL72 rack; NVLink domain 72)``, ``H200
   Mega (8x H100) x 2``); a Google slice name counts its chips (``v5p-128`` is 64: v4 and v5p
   slices count TensorCores, two per chip); nodes counted beside a node's GPUs multiply them
   (``8x H100, 4 nodes`` is 32), and nodes of a part alone are its usual node's (``H100 SXM, 4
-  nodes``: 4 DGX H100 of 8, said as assumed) (:func:`row_gpus`);
+  nodes``: 4 DGX H100 of 8, said as assumed) (:func:`row_gpus`); beside a GPUs cell, a count of
+  nodes or systems outside parentheses (``8 nodes of 8x H100``, ``DGX H100 x 4``, ``2x DGX
+  H100``) that makes other GPUs refuses the row naming both cells;
+* nodes times GPUs (``2 nodes of 4x H100``) is the cluster's shape: two nodes of four GPUs each,
+  their traffic between the nodes, not one node of eight;
 * a TPU names its pod, and the row's chips are a slice of it
   (:func:`lightspeed.catalog.torus.torus_slice`); PCIe cards no catalog system is built from run
   in servers of up to eight, joined by assumed NICs beyond that (:mod:`lightspeed.catalog.cards`).
@@ -236,6 +240,9 @@ class HardwareSpec(Record):
     accelerator: str | None = None
     nics_per_node: int | None = None
     nics_per_gpu: int | None = None
+    # the GPUs each node holds where the cell writes nodes times GPUs (``2 nodes of 4x H100``: 4),
+    # fewer than the system's (``None``: the system's own)
+    gpus_per_node: int | None = None
     # how the cell wrote it, not the hardware: two specs of the same hardware are equal, and a
     # structured row (which names its link) has none
     network_text: str | None = field(default=None, compare=False)
@@ -507,8 +514,20 @@ def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
         part.name if part is not None else None,
         nics_per_node=network.nics_per_node,
         nics_per_gpu=network.nics_per_gpu,
+        gpus_per_node=_node_shape(system, text),
         network_text=network.text or None,
     ), span
+
+
+def _node_shape(system: System, text: str) -> int | None:
+    """The GPUs per node a cell writes as nodes times GPUs (:func:`_nodes_times_gpus`: ``2 nodes of
+    4x H100`` is 4) where a node of ``system`` holds more (the job used part of each); ``None``
+    otherwise (the system's own nodes)."""
+    product = _nodes_times_gpus(text)
+    if product is None or system.system_type != "node":
+        return None
+    _, per_node, _ = product
+    return per_node if 1 <= per_node < system.num_accelerators else None
 
 
 def _named_part(catalog: Catalog, system: System, text: str, memory_gb: float) -> Accelerator | None:
@@ -536,7 +555,12 @@ def cluster_of(catalog: Catalog, hardware: HardwareSpec, num_gpus: int) -> tuple
         notes = [f"{part.name} in {system.name} (the part the cell names)", *notes]
     system = system_with(system, accelerator)
     link = catalog.link(hardware.fabric) if hardware.fabric is not None else None
-    if takes_part_of_domain(system) or (
+    shape = hardware.gpus_per_node
+    if shape is not None and num_gpus % shape == 0 and shape < system.num_accelerators:
+        # the cell's own nodes (``2 nodes of 4x H100``): that many GPUs used in each
+        system, nodes = spread_over_domains(system, shape)[0], num_gpus // shape
+        notes.append(f"{nodes} nodes of {_gpus(shape)}, as the hardware cell writes them")
+    elif takes_part_of_domain(system) or (
         num_gpus > system.num_accelerators and num_gpus % system.num_accelerators
     ):
         system, nodes = spread_over_domains(system, num_gpus)
@@ -736,17 +760,57 @@ def row_gpus(catalog: Catalog, row: PublishedRow) -> tuple[int, str]:
 
 
 def _check_hardware_count(catalog: Catalog, row: PublishedRow, gpus: int) -> None:
-    """Refuse a row whose hardware cell opens with a count of GPUs other than its GPUs cell's (``64``
-    beside ``32x H100 SXM``): which one ran is a guess. A count of one node's GPUs (up to
-    :data:`MAX_GPUS_PER_NODE`: ``8x H100`` beside 64, ``1 of 8x B200``) describes the node."""
+    """Refuse a row whose hardware cell, outside its parentheses, counts other GPUs than its GPUs
+    cell (``64`` beside ``32x H100 SXM``; ``8`` beside ``8 nodes of 8x H100``, ``4 systems x 8
+    H100``, ``DGX H100 x 4`` or ``2x DGX H100``): which one ran is a guess. A bare count of GPUs
+    of up to :data:`MAX_GPUS_PER_NODE` (``8x H100`` beside 64, ``1 of 8x B200``) describes a node."""
     text = row.text("hardware")
+    head = _outside_brackets(text)
     counted = _gpus_counted_before_part(catalog, text)
-    if counted is None or counted == gpus or counted <= MAX_GPUS_PER_NODE:
-        return
-    raise RowError(
-        f"GPUs '{row.text('GPUs')}' is {gpus:,} GPUs but hardware {text!r} counts {counted:,}: make them "
-        f"agree (a count in the hardware cell is the job's GPUs, or one node's of up to {MAX_GPUS_PER_NODE})"
-    )
+    if counted is not None and counted != gpus and counted > MAX_GPUS_PER_NODE:
+        raise RowError(
+            f"GPUs '{row.text('GPUs')}' is {gpus:,} GPUs but hardware {text!r} counts {counted:,}: make "
+            "them agree (a count in the hardware cell is the job's GPUs, or one node's of up to "
+            f"{MAX_GPUS_PER_NODE})"
+        )
+    for total, written in _nodes_counted(catalog, head):
+        if total != gpus:
+            raise RowError(
+                f"GPUs '{row.text('GPUs')}' is {_gpus(gpus)} but hardware {_shown(text)!r} counts "
+                f"{total:,} ({written}): make them agree, or leave one of the two cells without a count"
+            )
+
+
+def _outside_brackets(text: str) -> str:
+    """``text`` without what its parentheses and brackets hold (``A3 Mega (8x H100) x 2``:
+    ``A3 Mega x 2``): a note on the cluster, not the job's count."""
+    previous = None
+    while previous != text:
+        previous, text = text, re.sub(r"\([^()]*\)|\[[^\[\]]*\]", " ", text)
+    return re.split(r"[(\[]", text, maxsplit=1)[0]
+
+
+def _nodes_counted(catalog: Catalog, head: str) -> list[tuple[int, str]]:
+    """(GPUs, how) of each count of nodes or systems ``head`` writes: nodes times GPUs (``8 nodes
+    of 8x H100``), systems counted after their name (``DGX H100 x 4``) or before it (``2x DGX
+    H100``)."""
+    counts = []
+    product = _nodes_times_gpus(head)
+    if product is not None:
+        nodes, per_node, written = product
+        counts.append((nodes * per_node, f"'{written}' is {nodes} x {per_node}"))
+    after = _systems_counted_after(catalog, head)
+    if after is not None:
+        counts.append((after[0], after[1].removeprefix("GPUs from the hardware cell: ")))
+    before = _COUNT_BEFORE_PART.search(head)
+    if before is not None and product is None:
+        try:
+            total, note, counts_systems = _count_before_part(catalog, head, before)
+        except HardwareTextError:
+            return counts
+        if counts_systems:
+            counts.append((total, note.removeprefix("GPUs from the hardware cell: ")))
+    return counts
 
 
 def _gpus_counted_before_part(catalog: Catalog, text: str) -> int | None:

@@ -5,8 +5,9 @@ A training rate above one GPU's fastest dense peak at 6 FLOPs per active paramet
 time shorter than that rate takes, a serving throughput above that peak at 2 FLOPs per active
 parameter per output token (a rate of prompt tokens or requests by the output tokens of the requests
 it counts), a serving latency far under its physical floor (the active weights streamed once per
-token, the prompt at the fastest peak) or over a day, mean the unit or the scope was misread: the row
-is refused with the ratio, never predicted. The fix is said in the syntax of the row's format
+token, the prompt at the fastest peak) or over a day, and a serving throughput over 100x under one
+request decoding alone on one GPU (:func:`one_stream_tokens_per_s`), mean the unit or the scope was
+misread: the row is refused with the ratio, never predicted. The fix is said in the syntax of the row's format
 (:class:`~lightspeed.sol.validation.readings.RowSyntax`: a table's cells, a structured row's fields).
 """
 
@@ -39,6 +40,19 @@ def fastest_dense_peak(accelerator: Accelerator) -> float | None:
     return max(peaks) if peaks else None
 
 
+def times(ratio: float, relation: str = "") -> str:
+    """``12.5x`` (``12.5x under`` with a ``relation``): a ratio in a refusal's words; ``far above``
+    (``far under``) where it is too large to print (a figure of ``1e308`` overflows it to infinity:
+    never ``inf`` or ``nan`` in user text).
+
+    >>> times(12.5), times(float("inf")), times(1e3, "under"), times(float("nan"), "under")
+    ('12.5x', 'far above', '1e+03x under', 'far under')
+    """
+    if not math.isfinite(ratio):
+        return f"far {relation or 'above'}"
+    return f"{ratio:,.3g}x {relation}".rstrip()
+
+
 # figures that are times: a rate too fast is written as a time too short
 _TIME_KEYS: Final = frozenset({"step_time_s", "time_to_train_s", "gpu_hours"})
 
@@ -62,7 +76,7 @@ def check_below_peak(
     time = reading.key in _TIME_KEYS
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' {'implies' if time else 'is'} "
-        f"{flop_per_s_per_gpu / peak:.3g}x one {accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} "
+        f"{times(flop_per_s_per_gpu / peak)} one {accelerator.name}'s fastest dense peak ({peak / 1e12:,.0f} "
         f"TFLOP/s) at {flop_basis}: no run reaches that; check {syntax.unit} and "
         + ("the tokens it counts" if time else syntax.scope)
     )
@@ -140,14 +154,15 @@ def _one_gpus(reading: Reading, fraction: float, num_gpus: int) -> str:
 _JOB_RATE_KEYS: Final = frozenset({"tokens_per_s", "samples_per_s"})
 
 
-def _likely_slip(reading: Reading, fraction: float, *, time: bool) -> str:
+def _likely_slip(reading: Reading, fraction: float, *, time: bool, of_what: str = "of peak") -> str:
     """The likely cause of a figure far too slow, in words: a European thousands separator
-    (``5.000`` for 5,000), else a unit 1,000x off, with the share of peak the right one would be."""
+    (``5.000`` for 5,000), else a unit 1,000x off, with the share (``fraction`` ``of_what``) the
+    right one would be."""
     written = reading.value_text.strip()
     if _EUROPEAN_THOUSANDS.match(written):
         return f"'{written}' may be {written.replace('.', ',')} written with a European thousands separator"
     unit = "in a unit 1,000x shorter" if time else "1,000x larger"
-    return f"a unit slip (the same figure {unit} would be {fraction * 1e3:.1%} of peak)"
+    return f"a unit slip (the same figure {unit} would be {fraction * 1e3:.1%} {of_what})"
 
 
 def _training_flop_per_s_per_gpu(
@@ -265,9 +280,7 @@ def serving_floor(
     bandwidth = accelerator.memory_bandwidth_bytes_per_s
     if peak is None or not bandwidth:
         return None
-    weight_bytes = bytes_per_element(plan.precision)
-    if plan.effective_bits is not None:
-        weight_bytes = min(weight_bytes, plan.effective_bits / 8.0)
+    weight_bytes = _weight_bytes_per_param(plan)
     replica_gpus = plan.tp * plan.pp * plan.dp_attention
     active = parameter_counts(model).active_params
     return ServingFloor(
@@ -348,6 +361,9 @@ def check_serving_figure(
             load=load,
             syntax=syntax,
         )
+        _check_not_slower_than_one_stream(
+            reading, model, accelerator, plan, load, output_tokens_per_s=output_rate * gpus, syntax=syntax
+        )
     value = reading.value
     if value is None or not value > 0 or not math.isfinite(value):
         return
@@ -366,11 +382,12 @@ def check_serving_figure(
         if per_user
         else f"the least {LATENCY_WORDS[reading.key]} of {least * 1e3:.3g} ms"
     )
+    relation = times(least / seconds, "above" if per_user else "under")
     raise RowError(
-        f"'{reading.metric_text}' = '{reading.value_text}' is {least / seconds:,.3g}x "
-        f"{'above' if per_user else 'under'} {what} on {accelerator.name} (the active weights streamed "
-        "once per token from the replica's HBM, the prompt at the fastest dense peak): no run is "
-        f"more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check {syntax.latency_unit} and the GPUs"
+        f"'{reading.metric_text}' = '{reading.value_text}' is {relation} {what} on {accelerator.name} (the "
+        "active weights streamed once per token from the replica's HBM, the prompt at the fastest dense "
+        f"peak): no run is more than {LATENCY_FLOOR_TOLERANCE:g}x past it; check {syntax.latency_unit} and "
+        "the GPUs"
     )
 
 
@@ -401,7 +418,7 @@ def _check_step_not_too_long(
     what = "one token every" if per_user else "a time per token of"
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' is {what} {seconds:,.3g} s, "
-        f"{seconds / slowest:,.3g}x the slowest decode step on {accelerator.name} ({slowest * 1e3:.3g} ms: "
+        f"{times(seconds / slowest)} the slowest decode step on {accelerator.name} ({slowest * 1e3:.3g} ms: "
         "every byte of a GPU's memory read once and a whole prompt at the fastest dense peak): no run is "
         f"more than {DECODE_STEP_CEILING_FACTOR:g}x past it: a unit slip (ms written as s?); check "
         f"{syntax.latency_unit}"
@@ -463,11 +480,92 @@ def _check_throughput_not_too_slow(
     requests = f"each of {in_flight:,} requests" if in_flight > 1 else "even one request"
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' implies one output token every {seconds:,.3g} s "
-        f"for {requests} in flight ({share}{_throughput_basis(reading, load)}), {seconds / slowest:,.3g}x "
+        f"for {requests} in flight ({share}{_throughput_basis(reading, load)}), {times(seconds / slowest)} "
         f"the slowest decode step on {accelerator.name} ({slowest * 1e3:.3g} ms), past the "
         f"{DECODE_STEP_CEILING_FACTOR:g}x no run exceeds: {_likely_slip(reading, 0.0, time=False)}; check "
         f"{syntax.unit} and {syntax.scope}"
     )
+
+
+# How many times slower than one request decoding alone (:func:`one_stream_tokens_per_s`) a serving
+# deployment's output rate may be: batching, more GPUs and more requests only add to that stream's
+# rate, and the stream itself reaches a good share of its roofline (single-request decode runs at
+# about half the HBM bandwidth in vLLM and TensorRT-LLM); 100 leaves room for a slow stack, for
+# tensor parallelism's collectives at batch 1, and for weights streamed from host memory, while a
+# thousands slip (``1.050`` for 1,050) or a unit 1,000x off falls far below it
+ONE_STREAM_FLOOR_FACTOR: Final = 100.0
+# the widest KV cache a server keeps (16-bit); one request reads its own at its longest every step
+_WIDEST_KV_PRECISION: Final = "bf16"
+
+
+def one_stream_tokens_per_s(
+    model: TransformerSpec, accelerator: Accelerator, plan: InferencePlan, load: ServingLoad
+) -> float | None:
+    """The output tokens per second one request reaches decoding alone on ONE GPU at its HBM
+    roofline: each token reads the active weights (in the plan's weight bytes) and the request's
+    own KV cache at its longest (prompt and output, 16-bit) once, and its prompt is computed at the
+    fastest dense peak, spread over its output tokens. A deployment of any size is no slower than
+    that by more than :data:`ONE_STREAM_FLOOR_FACTOR`; ``None`` where the catalog lacks a figure."""
+    peak = fastest_dense_peak(accelerator)
+    bandwidth = accelerator.memory_bandwidth_bytes_per_s
+    if peak is None or not bandwidth:
+        return None
+    weight_bytes = _weight_bytes_per_param(plan) * _active(model)
+    kv_bytes = kv_cache_bytes_per_token(model, _WIDEST_KV_PRECISION) * (
+        load.input_tokens + load.output_tokens
+    )
+    prefill_s = SERVE_FLOP_PER_TOKEN_PER_PARAM * _active(model) * load.input_tokens / peak
+    return 1.0 / ((weight_bytes + kv_bytes) / bandwidth + prefill_s / load.output_tokens)
+
+
+def _weight_bytes_per_param(plan: InferencePlan) -> float:
+    """Bytes a weight takes in ``plan``: its precision's, fewer where ``effective_bits`` says so."""
+    weight_bytes = bytes_per_element(plan.precision)
+    if plan.effective_bits is not None:
+        weight_bytes = min(weight_bytes, plan.effective_bits / 8.0)
+    return weight_bytes
+
+
+def _check_not_slower_than_one_stream(
+    reading: Reading,
+    model: TransformerSpec,
+    accelerator: Accelerator,
+    plan: InferencePlan,
+    load: ServingLoad,
+    *,
+    output_tokens_per_s: float,
+    syntax: RowSyntax,
+) -> None:
+    """Refuse a serving throughput (the job's ``output_tokens_per_s``) more than
+    :data:`ONE_STREAM_FLOOR_FACTOR` times under :func:`one_stream_tokens_per_s`; an open loop's
+    under the output tokens its requests bring too (``requests/s x output tokens``: a server that
+    keeps up emits those, one that does not runs at least one stream): the number or its unit was
+    misread."""
+    stream = one_stream_tokens_per_s(model, accelerator, plan, load)
+    if stream is None or not output_tokens_per_s > 0:
+        return
+    least = stream
+    if load.arrival_rate_per_s is not None:
+        least = min(stream, load.arrival_rate_per_s * load.output_tokens)
+    if output_tokens_per_s * ONE_STREAM_FLOOR_FACTOR >= least:
+        return
+    share = output_tokens_per_s / stream
+    offered = f" (the requests sent, {least:,.3g} output tokens/s, are fewer)" if least < stream else ""
+    raise RowError(
+        f"'{reading.metric_text}' = '{reading.value_text}' is {_output_words(reading, output_tokens_per_s)}"
+        f"{share:.3%} of the {stream:,.0f} output tokens/s one request reaches decoding alone on one "
+        f"{accelerator.name}{offered} (its active weights and KV cache read once a token from HBM, its "
+        f"prompt at the fastest dense peak): no deployment is more than {ONE_STREAM_FLOOR_FACTOR:g}x "
+        f"slower: {_likely_slip(reading, share, time=False, of_what='of it')}; check {syntax.unit} and "
+        f"{syntax.scope}"
+    )
+
+
+def _output_words(reading: Reading, output_tokens_per_s: float) -> str:
+    """``''`` for the job's output rate as written, else the output rate it implies."""
+    if reading.key == "output_tokens_per_s":
+        return ""
+    return f"{output_tokens_per_s:,.3g} output tokens/s for the job, "
 
 
 def _active(model: TransformerSpec) -> float:
@@ -482,7 +580,7 @@ def _check_under_a_day(reading: Reading, seconds: float, *, per_user: bool, synt
     what = "one token every" if per_user else "a latency of"
     raise RowError(
         f"'{reading.metric_text}' = '{reading.value_text}' is {what} {seconds:,.3g} s, "
-        f"{seconds / LATENCY_CEILING_S:,.3g}x a day: no served request waits more than a day "
+        f"{times(seconds / LATENCY_CEILING_S)} a day: no served request waits more than a day "
         f"({LATENCY_CEILING_S:,.0f} s; benchmarks time requests that end inside a run of minutes); "
         f"check {syntax.latency_unit}"
     )
@@ -492,6 +590,7 @@ __all__ = [
     "DECODE_STEP_CEILING_FACTOR",
     "LATENCY_CEILING_S",
     "LATENCY_FLOOR_TOLERANCE",
+    "ONE_STREAM_FLOOR_FACTOR",
     "SERVE_FLOP_PER_TOKEN_PER_PARAM",
     "TRAINING_MIN_PEAK_FRACTION",
     "TRAIN_FLOP_PER_TOKEN_PER_PARAM",
@@ -500,5 +599,7 @@ __all__ = [
     "check_serving_figure",
     "check_training_figure",
     "fastest_dense_peak",
+    "one_stream_tokens_per_s",
     "serving_floor",
+    "times",
 ]

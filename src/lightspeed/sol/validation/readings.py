@@ -4,7 +4,8 @@ A cell often holds several metrics, separated by ``;``, and the measured cell
 the same number of values in the same order (``tokens/s/GPU; model
 TFLOP/s/GPU`` with ``14,451; 744``): they are paired by position, and so are
 metrics joined by ``/`` over as many numbers (``TTFT (s) / TPOT (ms)`` with
-``0.3 / 12.5``; a different count of numbers is refused). Each piece
+``0.3 / 12.5``; a different count of numbers is refused, and so is one quantity over several
+numbers, ``tokens/s/GPU`` over ``4792; 4800`` or ``4792 / 4800``). Each piece
 carries its own unit and scope, in the metric text or beside the number:
 
 * time units ``ms``, ``us``, ``s``, ``min``, ``h``/``hours``, ``d``/``days``
@@ -493,14 +494,31 @@ def _unpaired(metrics: list[str], values: list[str], kind: str) -> str:
     if they can): two or more pieces name a quantity and the counts differ. One quantity among
     context pieces (``TFLOPS/GPU (Dispatcher AlltoAll, NCCL backend; 'Baseline')``) goes with the
     one value."""
+    named = [piece for piece in metrics if piece_key(piece, kind)]
+    if len(named) == 1 and len(metrics) != len(values) and len(_numbers(values)) > 1:
+        return _one_metric_two_values(named[0], "; ".join(values), len(_numbers(values)))
     if len(metrics) <= 1 or len(metrics) == len(values):
         return ""
-    named = [piece for piece in metrics if piece_key(piece, kind)]
     if len(named) < 2:
         return ""
     return (
         f"metric cell has {len(metrics)} pieces (';'), measured cell {len(values)}: "
         "give one value per piece, in the same order, or n/r"
+    )
+
+
+def _numbers(values: list[str]) -> list[str]:
+    """The pieces of a measured cell that are numbers (not a note beside one)."""
+    return [value for value in values if _NUMBER_FIRST.match(value)]
+
+
+def _one_metric_two_values(metric: str, measured: str, count: int) -> str:
+    """Why one quantity cannot take ``count`` numbers (``tokens/s/GPU`` over ``4792; 4800`` or
+    ``4792 / 4800``): which one the source means is a guess. A range (``20-22``) is one value."""
+    return (
+        f"metric '{metric.strip()}' is one quantity but measured '{measured.strip()}' gives {count} "
+        "values: give one value, or name each metric, one per value (e.g. 'tokens/s/GPU; MFU %'); a "
+        "range is one value ('4792-4800', read as its midpoint)"
     )
 
 
@@ -539,7 +557,9 @@ def _slash_paired(metrics: list[str], values: list[str], kind: str) -> tuple[lis
         if len(named) > 1 and len(named) == len(numbers):
             pairs.extend(zip(named, numbers, strict=True))
             continue
-        if len(named) > 1 and len(numbers) > 1:
+        if len(numbers) > 1 and len(named) == 1 and piece_key(metric, kind):
+            problem = problem or _one_metric_two_values(metric, value_text, len(numbers))
+        elif len(named) > 1 and len(numbers) > 1:
             problem = problem or (
                 f"metric '{metric.strip()}' names {len(named)} quantities ('/') but measured "
                 f"'{value_text.strip()}' gives {len(numbers)} numbers: give one number per quantity, "
