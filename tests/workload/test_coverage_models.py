@@ -53,7 +53,7 @@ def test_counts_match_the_model_cards_within_two_percent(
 def test_glm_4_5_by_hand_from_its_config(registry: ModelRegistry) -> None:
     hidden, vocab = 5120, 151552
     # Q 96x128, K and V 8x128 each, O, plus the Q/K/V biases (attention_bias; no output bias)
-    attention = hidden * 12288 * 2 + 2 * hidden * 1024 + (12288 + 2 * 1024)
+    attention = hidden * 12288 * 2 + 2 * hidden * 1024 + (12288 + 2 * 1024) + 2 * 128  # q_norm, k_norm
     dense_mlp = 3 * hidden * 12288  # SwiGLU, layers 0-2 (first_k_dense_replace 3)
     expert = 3 * hidden * 1536  # moe_intermediate_size 1536, routed and shared alike
     router = hidden * 160 + 160  # gate plus e_score_correction_bias
@@ -211,7 +211,7 @@ def test_glm_4_6_by_hand_from_its_config(registry: ModelRegistry) -> None:
     # Q/K/V biases, dense intermediate 12288 in layers 0-2, 160 experts of 1536 top-8 + 1 shared,
     # vocab 151552, untied) with max_position_embeddings 202752
     hidden, vocab = 5120, 151552
-    attention = hidden * 12288 * 2 + 2 * hidden * 1024 + (12288 + 2 * 1024)
+    attention = hidden * 12288 * 2 + 2 * hidden * 1024 + (12288 + 2 * 1024) + 2 * 128  # q_norm, k_norm
     dense_mlp = 3 * hidden * 12288
     expert = 3 * hidden * 1536
     router = hidden * 160 + 160

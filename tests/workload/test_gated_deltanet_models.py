@@ -38,27 +38,26 @@ GDN_BLOCK = (
     + 128  # the gated RMSNorm, one head's width
     + 32 * 128 * H  # out_proj
 )
-ATTENTION = H * 16 * 256 * 2 + 2 * H * 2 * 256 + 16 * 256 * H  # q and its gate, k, v, o
+ATTENTION = H * 16 * 256 * 2 + 2 * H * 2 * 256 + 16 * 256 * H + 2 * 256  # q and its gate, k, v, o; q/k norms
 EXPERT = 3 * H * 512
 MOE_FIXED = H * 512 + H + EXPERT  # router, the shared expert's gate, the shared expert
-QK_NORMS = 12 * 2 * 256  # q_norm and k_norm of the 12 attention layers: not counted (house rule)
 
 
 def test_a_gated_deltanet_block_counted_by_hand(registry: ModelRegistry) -> None:
     assert recurrent_mixer_params(registry.get(NEXT)) == GDN_BLOCK == 33_718_464
 
 
-def test_qwen3_next_is_its_checkpoint_less_the_qk_norms(registry: ModelRegistry) -> None:
+def test_qwen3_next_is_its_checkpoint(registry: ModelRegistry) -> None:
     # Qwen/Qwen3-Coder-Next (the same shapes, no MTP layer): 79,674,391,296 parameters in its
     # safetensors (the Hub's metadata; llama.cpp's n_params reports the same)
     counts = parameter_counts(registry.get(NEXT))
-    assert counts.total_params == 79_674_391_296 - QK_NORMS
+    assert counts.total_params == 79_674_391_296
     embeddings, norms = 2 * 151936 * H, 96 * H + H  # untied; one norm per block and the final one
     active = embeddings + norms + 36 * GDN_BLOCK + 12 * ATTENTION + 48 * (MOE_FIXED + 10 * EXPERT)
     assert counts.active_params == active
     # Qwen/Qwen3-Next-80B-A3B-Instruct holds 81,324,862,720 with its MTP layer (a gated attention
     # layer, an MoE layer, the 2h -> h projection and its norms); the MTP layer has 2 QK norms too
-    assert counts.total_params + counts.mtp_params == 81_324_862_720 - QK_NORMS - 2 * 256
+    assert counts.total_params + counts.mtp_params == 81_324_862_720
 
 
 @pytest.mark.parametrize(
@@ -82,7 +81,7 @@ def test_qwen35_397b_counted_by_hand(registry: ModelRegistry) -> None:
     hidden = 4096  # the model card: 64 value and 16 query/key heads of 128; 32/2 heads of 256
     block = hidden * (2 * 16 * 128 + 2 * 64 * 128 + 2 * 64) + (2 * 16 * 128 + 64 * 128) * 4 + 2 * 64 + 128
     block += 64 * 128 * hidden
-    attention = hidden * 32 * 256 * 2 + 2 * hidden * 2 * 256 + 32 * 256 * hidden
+    attention = hidden * 32 * 256 * 2 + 2 * hidden * 2 * 256 + 32 * 256 * hidden + 2 * 256  # q/k norms
     moe = hidden * 512 + hidden + 3 * hidden * 1024 + 512 * 3 * hidden * 1024
     total = 2 * 248320 * hidden + 121 * hidden + 45 * block + 15 * attention + 60 * moe
     assert parameter_counts(registry.get("qwen3.5-397b-a17b")).total_params == total

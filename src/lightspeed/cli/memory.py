@@ -24,9 +24,11 @@ from lightspeed.workload import resolve_model
 )
 @click.option(
     "--precision",
-    help="Weight precision: fp32, bf16, fp16, fp8, mxfp4, nvfp4, ...; with --training the precision the "
+    help="Weight precision: released (the format the model's checkpoint is published in, as 'plan infer' "
+    "assumes), fp32, bf16, fp16, fp8, mxfp4, nvfp4, ...; with --training the precision the "
     "run computes in (fp8/fp4 runs keep bf16 weights, a copy in the run's format - 1 byte for fp8, "
-    "0.5625 for nvfp4 - and fp32 gradients, as 'plan train' counts) [default: bf16]",
+    "0.5625 for nvfp4 - and fp32 gradients, as 'plan train' counts) "
+    "[default: released; bf16 with --training]",
 )
 @click.option("--training", is_flag=True, help="Hold training state: gradients, optimizer, master weights.")
 @click.option("--optimizer", help="Optimizer with --training: adam, adamw, sgd, lion [default: adam].")

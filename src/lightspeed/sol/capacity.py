@@ -2,7 +2,9 @@
 
 Model state per parameter (REFERENCE.md section 2, the ZeRO paper):
 
-- inference: the weights in the serving precision;
+- inference: the weights in the serving precision; by default (or ``"released"``) the
+  format the model's checkpoint is published in (``TransformerSpec.release_format``: MXFP4
+  experts for gpt-oss, FP8 for DeepSeek-V3, BF16 for most), as ``plan infer`` assumes;
 - training with a mixed-precision optimizer: the weights in the training
   precision, the main gradients ``plan train`` keeps under the default stack
   (FP32, the plan's ``grad_reduce_precision``: Megatron-Core's contiguous
@@ -65,6 +67,8 @@ COMPONENTS = ("weights", "gradients", "optimizer", "master_weights")
 _FULL_PRECISION_BYTES = 4.0  # fp32: such weights need no separate master copy
 _STORED_WEIGHT_PRECISION = "bf16"  # what such recipes keep the weights in (Transformer Engine, Megatron-Core)
 _SIXTEEN_BIT_BYTES = 2.0  # embeddings, LM head and norms of quantized serving weights
+RELEASED = "released"  # the precision that names the format a model's checkpoint is published in
+_TRAINING_DEFAULT_PRECISION = "bf16"  # what a training run computes in unless told
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,7 @@ def _components(num_params: int, per: _PerParam, zero_stage: int, dp: int) -> di
 def plan_memory(
     *,
     model: TransformerSpec,
-    precision: str = "bf16",
+    precision: str | None = None,
     training: bool = False,
     optimizer: str = "adam",
     zero_stage: int = 0,
@@ -272,7 +276,9 @@ def plan_memory(
     """Bytes of ``model``'s state and the GPUs (of ``accelerator`` or ``system``) that hold it.
 
     ``precision`` is the weights' storage precision, or with ``training`` the
-    precision the run computes in: 16 bits and wider store the weights in it,
+    precision the run computes in (``None``: the format ``model``'s checkpoint is published in to
+    serve, ``"released"`` the same, :attr:`~lightspeed.workload.TransformerSpec.release_format`;
+    bf16 to train): 16 bits and wider store the weights in it,
     while an 8- or 4-bit run (fp8, mxfp8, nvfp4, mxfp4) keeps 16-bit weights and
     a low-precision copy; either keeps FP32 gradients (the main gradients ``plan
     train`` counts; FP64 weights keep FP64 ones). So BF16 with Adam holds
@@ -292,6 +298,8 @@ def plan_memory(
     """
     check_kind("model", model, TransformerSpec, "lightspeed.model('llama-3-70b')")
     _check(training, zero_stage, dp, gpus_per_node, accelerator is not None and system is not None)
+    asked = precision
+    precision = _precision(model, precision, training=training)
     num_params = parameter_counts(model).total_params
     per = _per_param(
         model,
@@ -349,8 +357,26 @@ def plan_memory(
             node_size=node_size,
             system=system,
             training=training,
+            released=asked in (None, RELEASED),
         ),
     )
+
+
+def _precision(model: TransformerSpec, precision: str | None, *, training: bool) -> str:
+    """The format ``plan_memory`` counts in: ``precision`` as given; unset, the model's published
+    format to serve and bf16 to train; ``released`` the published format (serving only)."""
+    if precision is None:
+        return _TRAINING_DEFAULT_PRECISION if training else model.release_format
+    check_kind("precision", precision, str, "a format such as 'bf16' or 'fp8', or 'released'", what="text")
+    if precision != RELEASED:
+        return precision
+    if training:
+        raise UserInputError(
+            f"precision {RELEASED!r} names the format {model.name}'s checkpoint is served in "
+            f"({model.release_format}); with training give the precision the run computes in: "
+            f"{', '.join(TRAINING_PRECISIONS)}"
+        )
+    return model.release_format
 
 
 def _bytes_per_param_per_gpu(per: _PerParam, zero_stage: int, dp: int) -> float:
@@ -404,6 +430,7 @@ def _assumptions(
     node_size: int,
     system: System | None,
     training: bool,
+    released: bool,
 ) -> tuple[str, ...]:
     lines = [f"{model.name}: {num_params:,} parameters ({format_count(num_params)})"]
     if model.num_mtp_modules:
@@ -411,6 +438,8 @@ def _assumptions(
     if training:
         lines.extend(_training_lines(precision, per))
     else:
+        if released:
+            lines.append(_released_line(model))
         lines.append(_served_weights_line(model, precision, per.weights))
         lines.append(
             "weights only: activations, optimizer state and inputs come on top (and a KV cache to serve)"
@@ -419,6 +448,14 @@ def _assumptions(
     lines.extend(_device_lines(device, node_size, system))
     lines.append("units: GB = 1e9 bytes, TB = 1e12; GiB = 2^30, TiB = 2^40")
     return tuple(lines)
+
+
+def _released_line(model: TransformerSpec) -> str:
+    """What the default (``released``) serving precision resolved to, and where that comes from."""
+    return (
+        f"precision {RELEASED}: {model.release_format}, the format {model.name}'s checkpoint is "
+        "published in, as 'plan infer' assumes (--precision bf16, fp8, ... for another)"
+    )
 
 
 def _served_weights_line(model: TransformerSpec, precision: str, weights: float) -> str:

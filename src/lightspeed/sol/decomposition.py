@@ -489,6 +489,8 @@ def _latent(own: AttentionSpec) -> AttentionSpec:
         qk_nope_head_dim=MLA_SHAPES["qk_nope_head_dim"],
         v_head_dim=MLA_SHAPES["v_head_dim"],
         q_lora_rank=MLA_SHAPES["q_lora_rank"],
+        qk_norm=False,  # MLA's norms are its latents' (counted by the MLA shapes)
+        output_gate=False,
     )
 
 

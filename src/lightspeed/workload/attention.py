@@ -33,7 +33,8 @@ The tokens a query attends to, averaged over a causal prompt of ``s`` tokens
 (:func:`attended_tokens`), set the attention FLOPs: ``s/2`` (full), ``W - W²/2s``
 (sliding, ``s > W``; sparse, with ``W`` the ``index_topk``), about ``C/2``
 (chunked, ``s > C``); counted without the causal mask (the full-square
-convention) they are ``s``, ``min(s, W)`` and ``min(s, C)``. What a decode step
+convention) they are ``s``, ``min(s, W)`` and ``Σ C_k²/s`` over the chunks ``C_k`` (``C`` for whole
+chunks; a partial last chunk counts its own length). What a decode step
 reads of a layer (:func:`mean_read_tokens`) is what it keeps, except a sparse
 layer's ``min(c, W)``. Averages are over a continuum of positions (a token more or less
 per layer is below what any estimate resolves).
@@ -225,9 +226,17 @@ def mean_read_tokens(
 
 def attended_tokens(kind: str, span: int | None, seq_len: ArrayLike, *, causal: bool) -> FloatArray:
     """Tokens a query of a ``seq_len``-token sequence attends to in one layer of ``kind``, on
-    average: causal, over the prompt's positions; without the mask, the full square's row."""
+    average: causal, over the prompt's positions; without the mask, the full square's row: ``s``,
+    ``min(s, W)``, and for chunks the square of each, ``Σ C_k² / s`` (twice the causal mean: a
+    partial last chunk counts its own length, not ``C``).
+
+    >>> float(attended_tokens("chunked", 8192, 10000, causal=False))  # (8192² + 1808²) / 10000
+    7037.7728
+    """
     if causal:
         return mean_read_tokens(kind, span, 0.0, seq_len)
+    if kind == "chunked":  # each chunk a full square of its own length
+        return 2.0 * mean_read_tokens(kind, span, 0.0, seq_len)
     return reserved_tokens(_read(kind), span, seq_len)
 
 

@@ -18,7 +18,9 @@ each architecture, weight matrix by weight matrix:
   ``dt`` bias (``H`` each), the gated RMSNorm ``d_inner`` and ``out_proj``
   ``d_inner·h`` (Megatron-Core's ``MambaMixer``, no projection biases);
 - norms: RMSNorm ``h`` weights, LayerNorm ``2h`` (weight and bias), two per
-  layer (one per block of a hybrid) plus the final one;
+  layer (one per block of a hybrid; a model's ``norms_per_layer`` where it states
+  another count: Gemma 2's 4, Falcon-7B's 1) plus the final one; QK norms
+  (``qk_norm``: ``head_dim`` weights each for Q and K) with their attention;
 - embeddings: the token table ``V·h`` (plus ``max_seq_len·h`` for learned
   positions), and an LM head of ``V·h`` unless tied to the token table.
 
@@ -83,11 +85,6 @@ class ParameterCounts(Record):
     recurrent_params: int = 0
 
 
-def _norm_size(spec: TransformerSpec) -> int:
-    """Parameters of one norm: RMSNorm has a weight, LayerNorm a weight and a bias."""
-    return spec.hidden_size if spec.norm == "rmsnorm" else 2 * spec.hidden_size
-
-
 def mlp_params(spec: TransformerSpec, ffn_hidden_size: int, width: int | None = None) -> int:
     """Parameters of one MLP (dense layer or one expert) of inner size ``ffn_hidden_size`` on
     ``width`` features (the hidden size unless given: a latent expert's is its latent size).
@@ -107,7 +104,7 @@ def mlp_params(spec: TransformerSpec, ffn_hidden_size: int, width: int | None = 
 
 
 def attention_params(spec: TransformerSpec) -> int:
-    """Parameters of one attention block (projections, biases, MLA's latent norms).
+    """Parameters of one attention block (projections, biases, QK norms, MLA's latent norms).
 
     >>> from lightspeed.workload import load_models
     >>> attention_params(load_models().get("llama-3-8b"))  # 2·h² + 2·h·(8·128)
@@ -122,7 +119,7 @@ def attention_params(spec: TransformerSpec) -> int:
     gate = q_width if attention.output_gate else 0  # the gated attention's second query half
     weights = hidden * (q_width + gate) + 2 * hidden * kv_width + q_width * hidden
     biases = (q_width + 2 * kv_width if attention.qkv_bias else 0) + (hidden if attention.out_bias else 0)
-    return weights + biases
+    return weights + biases + attention.qk_norm_params
 
 
 def _mla_params(spec: TransformerSpec) -> int:
@@ -217,13 +214,12 @@ def parameter_counts(spec: TransformerSpec) -> ParameterCounts:
     attention = attention_params(spec)
     dense_mlp = mlp_params(spec, spec.ffn_hidden_size)
     recurrent = recurrent_mixer_params(spec)
-    layer_norms = (1 if spec.is_hybrid else 2) * _norm_size(spec)
     num_moe, num_dense, num_mlp = spec.num_moe_layers, spec.num_dense_layers, spec.num_mlp_layers
     num_attention, num_recurrent = spec.num_attention_layers, spec.num_recurrent_layers
     moe = _moe_layer(spec) if spec.moe is not None else _MoELayer(0, 0, 0, 0, 0)
     embedding = _embedding_params(spec)
     lm_head = 0 if spec.tied_embeddings else spec.vocab_size * spec.hidden_size
-    norms = spec.num_layers * layer_norms + _norm_size(spec)
+    norms = spec.num_layers * spec.layer_norm_params + spec.norm_params
     shared_layers = num_attention * attention + num_recurrent * recurrent + num_mlp * dense_mlp + norms
     moe_fixed = num_moe * (moe.shared + moe.router)
     total = embedding + lm_head + shared_layers + moe_fixed + num_moe * moe.routed
@@ -260,7 +256,7 @@ def _mtp_module_params(spec: TransformerSpec, attention: int, dense_mlp: int, mo
     RMSNorms (embedding, hidden, shared head); embedding and LM head are shared."""
     ffn = moe.shared + moe.router + moe.routed if spec.moe is not None else dense_mlp
     hidden = spec.hidden_size
-    return attention + ffn + 2 * _norm_size(spec) + 2 * hidden * hidden + 3 * _norm_size(spec)
+    return attention + ffn + 2 * spec.norm_params + 2 * hidden * hidden + 3 * spec.norm_params
 
 
 def weight_bytes(spec: TransformerSpec, precision: str) -> float:

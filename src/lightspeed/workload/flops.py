@@ -17,13 +17,18 @@ convention         training FLOP per token                      used by
                                                                  nanoGPT, llm-foundry, verl
 ``6N+causal-attention`` ``6·N + 6·L·s·H·d``, N = the layers and   Megatron-Core (causal mask halves it;
                    the LM head (the parameters that multiply)    the embedding lookup is no matmul)
-``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes)
+``megatron``       ``72·l·h²·(1 + s/(6h) + V/(12·l·h))``         Narayanan et al. 2021 (GPT shapes);
+                   (a hybrid: block by block, see below)         Megatron-LM's hybrid_flops
 ================== ============================================ =====================================
 
 A hybrid's recurrent blocks (Mamba-2, Gated DeltaNet) count in ``N`` through their projections;
 the conventions with an attention term add their chunked scan beside it
 (:func:`recurrent_scan_forward_flop`), as
-they add the attention scores, and ``L`` is then the attention blocks.
+they add the attention scores, and ``L`` is then the attention blocks. ``megatron`` counts a
+hybrid block by block, as Megatron-LM's ``num_floating_point_operations`` does (``hybrid_flops``):
+``3·(Σ L_b·F_b + F_scores + 2·h·V)``, ``F_b`` one block's GEMMs (attention projections, the MLP,
+the routed and shared experts, Mamba-2's ``in_proj``, ``7·d_in·N`` scan and ``out_proj``, the Gated
+DeltaNet's projections, convolution and recurrence), not as ``l`` GPT layers.
 
 Training is forward + backward = 3 x forward. ``recompute=True`` (full
 activation recomputation) adds one more forward pass of the transformer
@@ -49,7 +54,7 @@ from lightspeed.records import Record
 from lightspeed.workload.attention import indexer_tokens, layer_groups, mean_attended_tokens
 from lightspeed.workload.context import context_note
 from lightspeed.workload.counts import ParameterCounts, parameter_counts
-from lightspeed.workload.spec import TransformerSpec
+from lightspeed.workload.spec import BLOCK_SYMBOLS, TransformerSpec
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ CONVENTIONS: Final[dict[str, FlopConvention]] = {
         "all active parameters, for reference: the formula itself uses l, h and V of a GPT shape",
         "full",
         "72·l·h²·(1 + s/(6h) + V/(12·l·h))",
-        "Narayanan et al. 2021 (Megatron-LM, SC21)",
+        "Narayanan et al. 2021 (Megatron-LM, SC21); a hybrid as Megatron-LM's hybrid_flops",
     ),
 }
 
@@ -229,7 +234,9 @@ def flops_per_token(
     chosen = get_convention(convention)
     counts = parameter_counts(spec)
     causal = causal or chosen.attention == "causal"
-    if chosen.name == "megatron":
+    if chosen.name == "megatron" and spec.is_hybrid:
+        figures = _megatron_hybrid(spec, counts, seq_len=seq_len, causal=causal, recompute=recompute)
+    elif chosen.name == "megatron":
         figures = _megatron(spec, counts, seq_len=seq_len, causal=causal, recompute=recompute)
     else:
         figures = _six_n(spec, counts, chosen, seq_len=seq_len, causal=causal, recompute=recompute)
@@ -331,6 +338,93 @@ def _megatron(
             f"{vocab}/({logit_denominator} × {layers} × {hidden})) = {_number(training)} FLOP/token"
         ),
         notes=_megatron_shape_notes(spec),
+    )
+
+
+def _megatron_hybrid(
+    spec: TransformerSpec, counts: ParameterCounts, *, seq_len: int, causal: bool, recompute: bool
+) -> _Figures:
+    """A hybrid counted block by block, as Megatron-LM's ``num_floating_point_operations`` counts
+    its hybrid models (``hybrid_flops``): each block kind's GEMMs, the attention scores of the
+    attention blocks and the logits, times 3 (forward, and the backward's two GEMMs); a recompute
+    pass adds the blocks' forward once more, not the logits'."""
+    blocks = [(symbol, spec.block_pattern.count(symbol), flop) for symbol, flop in _block_flop(spec).items()]
+    blocks = [(symbol, count, flop) for symbol, count, flop in blocks if count]
+    scores = attention_forward_flop(spec, seq_len=seq_len, causal=causal)
+    layers = sum(count * flop for _, count, flop in blocks) + scores
+    logits = 2.0 * spec.hidden_size * spec.vocab_size
+    passes = 4 if recompute else 3
+    training = passes * layers + 3.0 * logits
+    terms = " + ".join(f"{count} × {_number(flop)}" for _, count, flop in blocks)
+    return _Figures(
+        num_params=counts.active_params,
+        forward=layers + logits,
+        training=training,
+        attention=passes * scores,
+        formula=f"{passes}·(Σ L_b·F_b + F_scores) + 3·2·h·V",
+        substituted=(
+            f"{passes} × ({terms} + {_number(scores)}) + 3 × 2 × {spec.hidden_size} × {spec.vocab_size} "
+            f"= {_number(training)} FLOP/token"
+        ),
+        notes=(_hybrid_note(spec, blocks),),
+    )
+
+
+def _block_flop(spec: TransformerSpec) -> dict[str, float]:
+    """Forward FLOP per token of one block of each kind, as Megatron-LM's ``hybrid_flops`` counts
+    it (attention without its scores, which :func:`attention_forward_flop` adds)."""
+    hidden, attention = spec.hidden_size, spec.attention
+    matrices = 3 if spec.gated_mlp else 2  # gate, up and down (Megatron-LM's 3/2 for SwiGLU)
+    q_size = attention.num_heads * attention.qk_head_dim
+    kv_size = attention.num_kv_heads * attention.qk_head_dim
+    values = attention.num_heads * attention.value_head_dim
+    flop = {
+        "*": 2.0 * hidden * (q_size + kv_size + attention.num_kv_heads * attention.value_head_dim + values),
+        "-": 2.0 * matrices * hidden * spec.ffn_hidden_size,
+        "M": _mamba_block_flop(spec),
+        "G": _gated_delta_net_block_flop(spec),
+        "E": 0.0,
+    }
+    moe = spec.moe
+    if moe is not None:  # top-k routed experts (on the latent where there is one) and the shared ones
+        width = moe.latent_size or hidden
+        routed = 2.0 * matrices * width * moe.expert_ffn_hidden_size * moe.top_k
+        latent = 4.0 * hidden * moe.latent_size if moe.latent_size else 0.0
+        shared = 2.0 * matrices * hidden * moe.shared_expert_ffn_hidden_size * moe.num_shared_experts
+        flop["E"] = routed + latent + shared
+    return flop
+
+
+def _mamba_block_flop(spec: TransformerSpec) -> float:
+    """Megatron-LM's ``mamba_layer_flops``: ``in_proj`` ``2h·(2·d_in + 2·G·N + H)``, the scan
+    ``7·d_in·N`` and ``out_proj`` ``2·d_in·h``, with ``d_in`` the heads' channels (Megatron-LM writes
+    ``2h``, the same for Nemotron-H)."""
+    mamba = spec.mamba
+    if mamba is None:
+        return 0.0
+    inner, hidden = mamba.inner_size, spec.hidden_size
+    in_proj = 2.0 * hidden * (2 * inner + 2 * mamba.num_groups * mamba.state_size + mamba.num_heads)
+    return in_proj + 7.0 * inner * mamba.state_size + 2.0 * inner * hidden
+
+
+def _gated_delta_net_block_flop(spec: TransformerSpec) -> float:
+    """Megatron-LM's ``gdn_layer_flops``: ``2·(h·(2·qk + 2·v + 2·H_v) + k·(2·qk + v) + 4·H_v·d_v² +
+    h·v)``, ``qk`` and ``v`` the key and value channels, ``k`` the convolution's taps."""
+    mixer = spec.gated_delta_net
+    if mixer is None:
+        return 0.0
+    hidden, keys, values = spec.hidden_size, mixer.key_size, mixer.inner_size
+    projections = hidden * (2 * keys + 2 * values + 2 * mixer.num_value_heads) + hidden * values
+    convolution = mixer.conv_kernel * (2 * keys + values)
+    return 2.0 * (projections + convolution + 4 * mixer.num_value_heads * mixer.value_head_dim**2)
+
+
+def _hybrid_note(spec: TransformerSpec, blocks: list[tuple[str, int, float]]) -> str:
+    kinds = ", ".join(f"{count} {BLOCK_SYMBOLS[symbol]}" for symbol, count, _ in blocks)
+    return (
+        f"{spec.name} is a hybrid of {spec.num_layers} blocks ({kinds}): counted block by block as "
+        "Megatron-LM's num_floating_point_operations counts hybrids (hybrid_flops), not as "
+        f"{spec.num_layers} GPT layers of Narayanan et al.'s 72·l·h² formula"
     )
 
 

@@ -11,7 +11,9 @@ shape its weights. Defaults are those of the transformers config classes
 Architecture facts per type (from the transformers modeling files): all use
 RoPE; all but Nemotron RMSNorm and a gated MLP (SwiGLU; GeGLU for Gemma);
 Nemotron a squared-ReLU MLP and LayerNorm. Qwen2 has biases on Q, K and V but
-not on the output projection, Qwen3 none (it normalizes Q and K instead);
+not on the output projection, Qwen3 none (it normalizes Q and K instead: ``qk_norm``, as
+Qwen3-MoE, Qwen3-Next, Qwen3.5 and Gemma 3 do); Gemma 2 and Gemma 3 have four RMSNorms a layer
+(``norms_per_layer``: before and after attention and the MLP);
 gpt-oss biases on every attention projection and on its experts' projections.
 Mixtral routes every layer's MLP
 to ``num_experts_per_tok`` of ``num_local_experts`` experts, gpt-oss likewise
@@ -111,6 +113,12 @@ _MLA_TYPES: Final = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"
 _MTP_TYPES: Final = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")  # num_nextn_predict_layers
 _GEMMA_TYPES: Final = ("gemma2", "gemma3_text")
 _QWEN_TYPES: Final = ("qwen2", "qwen3", "qwen3_moe")
+# types whose attention has q_norm and k_norm of head_dim weights (transformers' Qwen3Attention,
+# Qwen3MoeAttention, Gemma3Attention; Qwen3NextAttention and the Qwen3.5 ones in _GDN_TYPES too)
+_QK_NORM_TYPES: Final = ("qwen3", "qwen3_moe", "gemma3_text")
+# norms per layer where a type's decoder layer does not have two (transformers' Gemma2DecoderLayer
+# and Gemma3DecoderLayer: input, post-attention, pre-feedforward and post-feedforward RMSNorms)
+_NORMS_PER_LAYER: Final = {"gemma2": 4, "gemma3_text": 4}
 # types whose MLPs always carry biases, whatever the config says: gpt-oss' experts (transformers'
 # GptOssExperts: gate_up_proj_bias of 2 x intermediate_size and down_proj_bias of hidden_size)
 _EXPERT_BIAS_TYPES: Final = ("gpt_oss",)
@@ -326,6 +334,7 @@ def _build(fields: Fields, model_type: str, name: str) -> TransformerSpec:
         mlp_bias=_mlp_bias(fields, model_type),
         num_mtp_modules=_mtp_modules(fields, "num_nextn_predict_layers") if model_type in _MTP_TYPES else 0,
         source=f"Hugging Face config.json ({fields.path})",
+        norms_per_layer=_NORMS_PER_LAYER.get(model_type),
     )
 
 
@@ -409,7 +418,7 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
         hidden_size=hidden,
         ffn_hidden_size=dense or (moe.expert_ffn_hidden_size if moe else 1),
         vocab_size=_dimension(fields, "vocab_size", "vocab_size"),
-        attention=_hybrid_attention(fields, hidden, output_gate=True),
+        attention=_hybrid_attention(fields, hidden, output_gate=True, qk_norm=True),
         moe=moe,
         gated_delta_net=GatedDeltaNetSpec(
             num_key_heads=fields.integer("linear_num_key_heads", minimum=1),
@@ -431,11 +440,11 @@ def _gated_delta_net_hybrid(fields: Fields, model_type: str, name: str) -> Trans
 
 
 def _hybrid_attention(
-    fields: Fields, hidden: int, *, out_bias: bool = False, output_gate: bool = False
+    fields: Fields, hidden: int, *, out_bias: bool = False, output_gate: bool = False, qk_norm: bool = False
 ) -> AttentionSpec:
     """A hybrid's GQA attention blocks (Nemotron-H, Qwen3-Next, Qwen3.5): ``num_attention_heads``,
     ``num_key_value_heads`` (default: as many), ``head_dim`` (default ``hidden / heads``),
-    ``attention_bias`` on Q, K and V."""
+    ``attention_bias`` on Q, K and V; Qwen3-Next's and Qwen3.5's also ``q_norm`` and ``k_norm``."""
     heads = fields.integer("num_attention_heads", minimum=1)
     num_kv_heads = fields.integer("num_key_value_heads", heads, minimum=1)
     return AttentionSpec(
@@ -446,6 +455,7 @@ def _hybrid_attention(
         qkv_bias=fields.boolean("attention_bias", False),
         out_bias=out_bias,
         output_gate=output_gate,
+        qk_norm=qk_norm,
     )
 
 
@@ -587,6 +597,7 @@ def _attention(fields: Fields, model_type: str, hidden: int, num_layers: int) ->
         head_dim=head_dim,
         qkv_bias=model_type == "qwen2" or bias,
         out_bias=bias,
+        qk_norm=model_type in _QK_NORM_TYPES,
         **_local_attention(fields, model_type, num_layers),
     )
 
@@ -683,18 +694,25 @@ def _llama4_layer_types(fields: Fields, num_layers: int) -> tuple[str, ...] | No
 
 
 def _qwen3_moe(fields: Fields) -> MoESpec:
-    if fields.data.get("mlp_only_layers") or fields.integer("decoder_sparse_step", 1, minimum=1) != 1:
+    """Qwen3-MoE: transformers' Qwen3MoeDecoderLayer makes layer ``i`` MoE when
+    ``(i + 1) % decoder_sparse_step == 0`` (and ``i`` is not in ``mlp_only_layers``), the others
+    dense MLPs of ``intermediate_size``: the step is the spec's ``layer_frequency`` (as Llama 4's
+    ``interleave_moe_layer_step``). A list of dense layers is not modelled."""
+    step = fields.integer("decoder_sparse_step", 1, minimum=1)
+    if fields.data.get("mlp_only_layers"):
         raise DataFileError(
             fields.path,
-            "only every-layer MoE is modelled",
+            "only MoE on every decoder_sparse_step-th layer is modelled, not a list of dense layers",
             field="mlp_only_layers",
             value=fields.data.get("mlp_only_layers"),
-            fix="use decoder_sparse_step = 1 and no mlp_only_layers, or describe the model in a TOML file",
+            fix="leave mlp_only_layers empty (decoder_sparse_step places the MoE layers), or describe the "
+            "model in a TOML file",
         )
     return MoESpec(
         num_routed_experts=fields.integer("num_experts", minimum=1),
         top_k=fields.integer("num_experts_per_tok", minimum=1),
         expert_ffn_hidden_size=_dimension(fields, "moe_intermediate_size", "ffn_hidden_size"),
+        layer_frequency=step,
     )
 
 

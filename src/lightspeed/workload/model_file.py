@@ -56,6 +56,7 @@ _ARCHITECTURE_KEYS: Final = {
     "mlp_bias",
     "num_mtp_modules",
     "block_pattern",
+    "norms_per_layer",
 }
 _ATTENTION_INTEGERS: Final = (
     "q_lora_rank",
@@ -79,6 +80,7 @@ _ATTENTION_KEYS: Final = {
     "attention_chunk_size",
     "layer_types",
     "output_gate",
+    "qk_norm",
     *_ATTENTION_INTEGERS,
 }
 _MOE_KEYS: Final = {
@@ -220,6 +222,7 @@ def _build_spec(fields: Fields, source: Reference, release: tuple[str, str]) -> 
         mamba=_mamba(mamba) if mamba is not None else None,
         block_pattern=architecture.string("block_pattern", ""),
         gated_delta_net=_gated_delta_net(gdn) if gdn is not None else None,
+        norms_per_layer=architecture.optional_integer("norms_per_layer"),
     )
 
 
@@ -257,6 +260,7 @@ def _attention(table: Fields, hidden_size: int) -> AttentionSpec:
         attention_chunk_size=table.optional_integer("attention_chunk_size"),
         layer_types=table.strings("layer_types"),
         output_gate=table.boolean("output_gate", False),
+        qk_norm=table.boolean("qk_norm", False),
         **integers,
     )
 

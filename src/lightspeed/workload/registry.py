@@ -13,7 +13,8 @@ One file per model under ``workload/data/models``::
     num_layers = 32
     hidden_size = 4096
     ...
-    [attention]                     # AttentionSpec fields
+    norms_per_layer = 4             # optional: Gemma 2/3's four norms a layer (default 2, 1 a hybrid block)
+    [attention]                     # AttentionSpec fields (qk_norm = true: a norm on each query and key head)
     [moe]                           # MoESpec fields (MoE models only)
     [mamba]                         # MambaSpec fields (hybrids with a block_pattern only)
     [gated_delta_net]               # GatedDeltaNetSpec fields (hybrids with a block_pattern only)
@@ -49,7 +50,7 @@ from lightspeed.datafile import (
     merge_tables,
     normalize_name,
 )
-from lightspeed.errors import DataFileError, UnknownNameError, UserInputError
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError, closest_names
 from lightspeed.paths import package_data
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload.model_file import (
@@ -277,18 +278,31 @@ class ModelRegistry:
                 hint=f"it may mean any of {', '.join(found)} once its tags are taken off; name one",
             )
         if not found:
-            known = [
-                *self.entries,
-                *(alias for entry in self.entries.values() for alias in entry.spec.aliases),
-            ]
-            raise UnknownNameError("model", name, known, hint="see 'lightspeed model list'")
+            raise UnknownNameError("model", name, self.closest(name), hint="see 'lightspeed model list'")
         return self.entries[found[0]]
+
+    def closest(self, name: str) -> list[str]:
+        """The names and aliases closest to ``name``, best first, each model once by its best
+        ranked spelling (``llama-70b`` suggests ``llama2-70b`` and not again ``llama-2-70b``, the
+        same model), so that they keep their order when ranked again; every model's name when none
+        is close."""
+        owner = {
+            spelling.lower(): entry.spec.name
+            for entry in self.entries.values()
+            for spelling in (entry.spec.name, *entry.spec.aliases)
+        }
+        best: dict[str, str] = {}  # model -> its best ranked spelling, in rank order
+        for found in closest_names(name, list(owner), limit=_RANKED_NAMES):
+            best.setdefault(owner[found.lower()], found)
+        return list(best.values()) or list(self.entries)
 
     def get(self, name: str) -> TransformerSpec:
         """The architecture of the model called ``name``."""
         return self.entry(name).spec
 
 
+# how many names and aliases are ranked before each model keeps its best (five are shown)
+_RANKED_NAMES: Final = 40
 _TUNE_SUFFIXES: Final = ("-instruct", "-chat", "-it", "-base", "-hf", "-pt")
 
 

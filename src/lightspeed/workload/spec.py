@@ -82,6 +82,11 @@ class AttentionSpec(Record):
 
     ``output_gate`` (Qwen3-Next's and Qwen3.5's gated attention) makes the query projection
     twice as wide: half queries, half a sigmoid gate on the attention output of each channel.
+
+    ``qk_norm`` normalizes each query and key head with an RMSNorm of ``head_dim`` weights
+    shared by the heads (transformers' ``q_norm`` and ``k_norm`` in Qwen3, Qwen3-MoE, Qwen3-Next,
+    Qwen3.5, Gemma 3 and GLM-4.5's ``use_qk_norm``): ``2 * head_dim`` weights per attention layer,
+    :attr:`qk_norm_params`. Llama 4's QK norm has no weights and is not one.
     """
 
     kind: str
@@ -103,6 +108,7 @@ class AttentionSpec(Record):
     index_n_heads: int | None = None
     index_head_dim: int | None = None
     output_gate: bool = False
+    qk_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -138,6 +144,11 @@ class AttentionSpec(Record):
             raise UserInputError(
                 "output_gate (a sigmoid gate per query channel, Qwen3-Next's gated attention) is "
                 "modelled for MHA, GQA and MQA, not MLA"
+            )
+        if self.qk_norm and self.kind == "mla":
+            raise UserInputError(
+                "qk_norm (an RMSNorm of head_dim weights on each query and key head) is modelled for "
+                "MHA, GQA and MQA; MLA's latent norms are counted with it already: drop qk_norm"
             )
         self._check_local_attention()
         self._check_sparse_attention()
@@ -247,6 +258,16 @@ class AttentionSpec(Record):
         return self.index_head_dim + 4 * -(-self.index_head_dim // 128)
 
     @property
+    def qk_norm_params(self) -> int:
+        """Weights of the query and key norms of one attention layer: ``head_dim`` each with
+        :attr:`qk_norm`, else 0.
+
+        >>> AttentionSpec("gqa", 16, 8, 128, qk_norm=True).qk_norm_params  # Qwen3-0.6B
+        256
+        """
+        return 2 * self.head_dim if self.qk_norm else 0
+
+    @property
     def qk_head_dim(self) -> int:
         """Size of one query/key head (MLA: the no-RoPE part plus the RoPE part)."""
         if self.kind == "mla":
@@ -350,6 +371,8 @@ MAX_DIMENSION: Final[dict[str, int]] = {
     "max_seq_len": 2**30,
 }
 DIMENSION_REASON: Final = "64x the largest published"
+# norms in one layer: 1 (Falcon-7B, GPT-J) to 4 (Gemma 2 and 3, Grok-1); twice the most published
+MAX_NORMS_PER_LAYER: Final = 8
 
 
 @dataclass(frozen=True)
@@ -378,6 +401,12 @@ class TransformerSpec(Record):
     self-attention, ``-`` the dense MLP, ``E`` the MoE layer. Each block has its own norm and
     residual (a transformer layer of mixer and FFN is two blocks: Qwen3-Next's 48 layers are 96).
     Its attention layers attend to the whole context. One model has one recurrent mixer kind.
+
+    ``norms_per_layer`` is how many norms of ``hidden_size`` each layer holds where that is not
+    the usual count (``None``: two, one before attention and one before the MLP; one per block of a
+    hybrid): Gemma 2, Gemma 3 and Grok-1 have 4 (before and after attention and the FFN), Falcon-7B
+    and GPT-J 1 (attention and MLP side by side from one LayerNorm). :attr:`num_norms_per_layer`
+    resolves it; :attr:`layer_norm_params` counts their weights.
     """
 
     name: str
@@ -405,8 +434,14 @@ class TransformerSpec(Record):
     gated_delta_net: GatedDeltaNetSpec | None = None
     original_max_seq_len: int | None = None
     release_attention_format: str | None = None
+    norms_per_layer: int | None = None
 
     def __post_init__(self) -> None:
+        if self.norms_per_layer is not None and not 1 <= self.norms_per_layer <= MAX_NORMS_PER_LAYER:
+            raise UserInputError(
+                f"norms_per_layer must be 1 to {MAX_NORMS_PER_LAYER} (got {self.norms_per_layer}): Falcon-7B "
+                "has 1, most models 2, Gemma 2 and 3 4; leave it out for 2 (1 per block of a hybrid)"
+            )
         if self.original_max_seq_len is not None and not 1 <= self.original_max_seq_len <= self.max_seq_len:
             raise UserInputError(
                 f"original_max_seq_len {self.original_max_seq_len:,} must be in [1, max_seq_len "
@@ -557,6 +592,31 @@ class TransformerSpec(Record):
                 "a block_pattern's attention blocks attend to the whole context: drop layer_types, "
                 "full_attention_interval, sliding_window, attention_chunk_size and index_topk"
             )
+
+    @property
+    def num_norms_per_layer(self) -> int:
+        """Norms of ``hidden_size`` in one layer: :attr:`norms_per_layer` where the model states it,
+        else 1 per block of a hybrid and 2 per transformer layer (before attention and the MLP)."""
+        if self.norms_per_layer is not None:
+            return self.norms_per_layer
+        return 1 if self.is_hybrid else 2
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm of ``hidden_size``: RMSNorm has a weight, LayerNorm a weight and
+        a bias."""
+        return self.hidden_size if self.norm == "rmsnorm" else 2 * self.hidden_size
+
+    @property
+    def layer_norm_params(self) -> int:
+        """Parameters of the norms of ``hidden_size`` in one layer (a QK norm or an MLA latent norm
+        is counted with its attention).
+
+        >>> from lightspeed.workload import load_models
+        >>> load_models().get("gemma-2-2b").layer_norm_params  # 4 RMSNorms of 2,304
+        9216
+        """
+        return self.num_norms_per_layer * self.norm_params
 
     @property
     def gated_mlp(self) -> bool:

@@ -172,8 +172,10 @@ def layer_shapes(model: TransformerSpec) -> LayerShapes:
         router = (Linear("router", hidden, moe.num_routed_experts, "replicated", moe.router_bias),)
         if moe.shared_expert_gate:
             router += (Linear("shared_expert_gate", hidden, 1, "replicated"),)
-    norm_width = 2 if model.norm == "layernorm" else 1  # LayerNorm has a bias beside its scale
-    num_norm = (1 if model.is_hybrid else 2) * hidden * norm_width
+    # the layer's norms, and its attention's QK norms spread over the layers as its attention is
+    # (a hybrid's attention blocks are a share of its blocks: Qwen3-Next's 12 of 96)
+    qk_norms = model.num_attention_layers * model.attention.qk_norm_params // model.num_layers
+    num_norm = model.layer_norm_params + qk_norms
     if model.attention.kind == "mla":
         num_norm += (model.attention.kv_lora_rank or 0) + (model.attention.q_lora_rank or 0)
         num_norm += 2 * (model.attention.index_head_dim or 0)  # the indexer key's LayerNorm
