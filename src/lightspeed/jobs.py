@@ -16,9 +16,9 @@ Python API give the same numbers.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import overload
+from typing import Final, overload
 
 from lightspeed.api import default_catalog, default_models
 from lightspeed.catalog import Catalog, Cluster
@@ -34,7 +34,7 @@ from lightspeed.moe import (
     read_expert_loads,
     training_load_effect,
 )
-from lightspeed.records import Record
+from lightspeed.records import JsonDict, Record
 from lightspeed.sol.config import (
     JobConfig,
     TrainingConfig,
@@ -53,6 +53,16 @@ from lightspeed.sol.infer import (
     search_inference,
 )
 from lightspeed.sol.infer.search import serving_precision
+from lightspeed.sol.serve import (
+    ArrivalProcess,
+    LengthDistribution,
+    ScaledRuns,
+    ServingWorkload,
+    SimulationResult,
+    band_under_load,
+    simulate_deployment,
+    simulated_deployment,
+)
 from lightspeed.sol.serving_config import ServingConfig, ServingJob, ServingSearchConfig
 from lightspeed.sol.train import (
     SearchResult,
@@ -92,11 +102,23 @@ class TrainingSearchPrediction(Record):
 
 @dataclass(frozen=True)
 class ServingPrediction(Record):
-    """A serving deployment's estimate, with the expert-load effect."""
+    """A serving deployment's estimate, with the expert-load effect; under a concurrency or an
+    arrival rate (continuous batching) also the run simulated request by request at that load
+    (``simulated``, what ``plan infer`` shows) and the runs that bound its latencies under an
+    arrival rate (``load_band``); ``not_simulated`` says why there is none."""
 
     config: ServingConfig
     estimate: InferenceEstimate
     expert_load: ExpertLoadEffect | None
+    simulated: SimulationResult | None = None
+    not_simulated: str | None = None
+    load_band: ScaledRuns | None = None
+
+    def to_dict(self) -> JsonDict:
+        """The fields as JSON; ``load_band`` as its latency intervals (:meth:`ScaledRuns.intervals`)."""
+        payload = Record.to_dict(replace(self, load_band=None))
+        payload["load_band"] = None if self.load_band is None else self.load_band.intervals()
+        return payload
 
 
 @dataclass(frozen=True)
@@ -276,7 +298,7 @@ def _search_train(config: TrainingSearchConfig, resolved: _Resolved) -> Training
         num_tokens=config.num_tokens,
         template=_search_template(config, resolved.model),
         schedules=config.schedule_names(),
-        max_tp=None if config.allow_cross_domain_tp else cluster.system.scale_up_domain_size,
+        max_tp=cluster.num_accelerators if config.allow_cross_domain_tp else None,  # None: NVLink
         sharp=config.sharp,
         num_gpus=config.num_gpus,
         require_fit=True,
@@ -353,9 +375,71 @@ def _serve(config: ServingConfig, resolved: _Resolved) -> ServingPrediction:
         num_gpus=config.num_gpus,
         serving=config.serving,
     )
+    reason = not_simulated_reason(config)
+    simulated, band = (None, None) if reason is not None else _simulated_under_load(config, resolved, plan)
     return ServingPrediction(
-        config=config, estimate=estimate, expert_load=_inference_effect(estimate, resolved)
+        config=config,
+        estimate=estimate,
+        expert_load=_inference_effect(estimate, resolved),
+        simulated=simulated,
+        not_simulated=reason,
+        load_band=band,
     )
+
+
+# Why no run is simulated under the load, by batching (the simulator models continuous batching of
+# whole requests, as 'simulate' does).
+_NOT_SIMULATED_BATCHING: Final = {
+    "static": "--batching static is predicted analytically only: the request-level simulator models "
+    "continuous batching (as 'lightspeed simulate'), so no run is simulated under the load; leave "
+    "--batching out to simulate it",
+    "decode": "--batching decode (a decode pool alone) is predicted analytically only: the request-level "
+    "simulator models continuous batching of whole requests (as 'lightspeed simulate'), so no run is "
+    "simulated under the load; --disaggregated P:D simulates prefill and decode pools",
+}
+_NO_LOAD: Final = (
+    "no load given: the analytic steady state only; --concurrency C or --arrival-rate R also "
+    "simulates the deployment under that load"
+)
+
+
+def not_simulated_reason(config: ServingConfig) -> str | None:
+    """Why a serving deployment is not simulated under its load (``None`` where it is): no
+    concurrency or arrival rate, or a batching the simulator does not model (static, decode)."""
+    if config.batching in _NOT_SIMULATED_BATCHING:
+        return _NOT_SIMULATED_BATCHING[config.batching]
+    return None if load_given(config) else _NO_LOAD
+
+
+def load_given(config: ServingConfig) -> bool:
+    """Whether the configuration names a load to simulate (a concurrency or an arrival rate)."""
+    return config.concurrency is not None or config.arrival_rate is not None
+
+
+def _simulated_under_load(
+    config: ServingConfig, resolved: _Resolved, plan: InferencePlan
+) -> tuple[SimulationResult, ScaledRuns | None]:
+    """The deployment simulated at the configuration's concurrency or arrival rate (its
+    ``num_requests``, ``warmup_requests`` and ``seed``), with the runs that bound its latencies
+    under an arrival rate."""
+    if config.concurrency is not None:
+        arrivals = ArrivalProcess.closed(config.concurrency)
+    else:
+        arrivals = ArrivalProcess.poisson(float(config.arrival_rate or 0.0))
+    lengths = (LengthDistribution.fixed(config.input_tokens), LengthDistribution.fixed(config.output_tokens))
+    deployment = simulated_deployment(
+        model=resolved.model,
+        cluster=resolved.cluster,
+        plan=plan,
+        efficiency=resolved.efficiency,
+        serving=config.serving,
+        num_gpus=config.num_gpus,
+    )
+    workload = ServingWorkload(
+        arrivals, *lengths, config.num_requests, warmup_requests=config.warmup_requests
+    )
+    result = simulate_deployment(deployment, workload, seed=config.seed)
+    return result, band_under_load(deployment, workload, seed=config.seed)
 
 
 def _inference_effect(estimate: InferenceEstimate, resolved: _Resolved) -> ExpertLoadEffect | None:

@@ -33,6 +33,7 @@ from lightspeed.catalog import (
     detect_cpu,
     read_cpu_info,
 )
+from lightspeed.catalog.names import closest_records
 from lightspeed.errors import UnknownNameError, UserInputError
 from lightspeed.records import Record
 from lightspeed.units import compute_precision, format_flop_per_s
@@ -152,13 +153,13 @@ def _named_sol(name: str, *, device: BenchDevice, catalog: Catalog) -> DeviceSol
         return sol_from_accelerator(accelerator, note=f"SOL of {name} (named)")
     cpu = catalog.find_cpu(name)
     if cpu is None:
-        known = [
-            *(name for table in (catalog.accelerators, catalog.cpus) for name in table),
-            *(alias for table in (catalog.accelerators, catalog.cpus) for r in table.values()
-              for alias in r.aliases),
-        ]  # fmt: skip
+        accelerators, cpus = catalog.accelerators, catalog.cpus
+        suggested = [  # each record once, by its best-ranked spelling (name or alias)
+            *closest_records(accelerators, name, _spellings(accelerators)),
+            *closest_records(cpus, name, _spellings(cpus)),
+        ]
         raise UnknownNameError(
-            "--sol-device record", name, known, hint="a device or CPU of 'lightspeed hw list'"
+            "--sol-device record", name, suggested, hint="a device or CPU of 'lightspeed hw list'"
         )
     if device.is_gpu:
         raise UserInputError(
@@ -166,6 +167,11 @@ def _named_sol(name: str, *, device: BenchDevice, catalog: Catalog) -> DeviceSol
             f"({device.name}); name a GPU record, or run on the CPU with --device cpu"
         )
     return sol_from_cpu_record(cpu, num_sockets=read_cpu_info().num_sockets, num_threads=device.num_threads)
+
+
+def _spellings(records: Mapping[str, Accelerator] | Mapping[str, Cpu]) -> list[str]:
+    """Every name and alias of ``records``."""
+    return [*records, *(alias for record in records.values() for alias in record.aliases)]
 
 
 def _gpu_sol(device: BenchDevice, catalog: Catalog) -> DeviceSol:

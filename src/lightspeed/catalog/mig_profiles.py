@@ -112,11 +112,12 @@ class MigGeometry(Record):
         for profile in self.profiles:
             if profile.name == wanted:
                 return profile
+        gpu = self.accelerators[0] if self.accelerators else self.name
         raise UnknownNameError(
-            f"MIG profile of {self.display_name}",
+            "MIG profile",
             name,
             [p.name for p in self.profiles],
-            hint="see docs/mig.md",
+            hint=f"the {self.display_name}; see 'lightspeed mig profiles --gpu {gpu}'",
         )
 
 

@@ -146,7 +146,7 @@ def _option(item: dataclasses.Field[Any], hint: Any, parameter: str = "") -> Cal
     if complete is not None:
         common["shell_complete"] = complete
     kind = meta.get("option_type")
-    click_type: Any = click.Choice(meta["choices"]) if meta.get("choices") else None
+    click_type: Any = click.Choice(meta["choices"], case_sensitive=False) if meta.get("choices") else None
     if kind:
         click_type = getattr(option_types, kind)
     if item.default is not None:  # no default at all, not None: click checks required options then

@@ -15,7 +15,7 @@ from lightspeed.cli._serve_options import resolve_slo, slo_of_text
 from lightspeed.cli._sol_options import refuse_given, refuse_on_dense, with_expert_load
 from lightspeed.cli.text_options import OutputPath
 from lightspeed.errors import UserInputError
-from lightspeed.jobs import run, serving_parts
+from lightspeed.jobs import load_given, not_simulated_reason, run, serving_parts
 from lightspeed.report import (
     render_expert_load_effect,
     render_goodput_ranking,
@@ -36,16 +36,9 @@ from lightspeed.sol import (
     SpeculativeDecoding,
 )
 from lightspeed.sol.serve import (
-    ArrivalProcess,
     GoodputSearchResult,
-    LengthDistribution,
-    ScaledRuns,
-    ServingWorkload,
     SimulationResult,
-    band_under_load,
     search_goodput,
-    simulate_deployment,
-    simulated_deployment,
 )
 
 # ``--isl`` and ``--osl`` for commands that take a request shape without a whole deployment
@@ -70,11 +63,8 @@ def plan_infer(*, as_json: bool, **values: Any) -> None:
             "batching with --concurrency or --arrival-rate: give one, or leave {it} out",
         )
     prediction = run(config, catalog=get_context().catalog(), models=get_context().models())
-    under_load = (
-        None if not_simulated is not None else _simulated_under_load(config, config.num_requests, config.seed)
-    )
-    simulated, band = under_load if under_load is not None else (None, None)
-    if not_simulated is not None and _load_given(config):  # a load asked for, and no simulated run
+    simulated, band = prediction.simulated, prediction.load_band
+    if not_simulated is not None and load_given(config):  # a load asked for, and no simulated run
         click.echo(f"lightspeed: note: {not_simulated}", err=True)
     if as_json:
         payload = with_expert_load(infer_json(prediction.estimate), prediction.expert_load)
@@ -129,60 +119,6 @@ def check_deployment(config: ServingConfig) -> None:
             "prefill and decode pools itself; leave --batching out"
         )
     refuse_on_dense(config, {"--expert-imbalance": config.expert_imbalance is not None})
-
-
-# Why plan infer simulates no run under the load, by --batching (the simulator models continuous
-# batching of whole requests, as 'simulate' does).
-_NOT_SIMULATED_BATCHING = {
-    "static": "--batching static is predicted analytically only: the request-level simulator models "
-    "continuous batching (as 'lightspeed simulate'), so no run is simulated under the load; leave "
-    "--batching out to simulate it",
-    "decode": "--batching decode (a decode pool alone) is predicted analytically only: the request-level "
-    "simulator models continuous batching of whole requests (as 'lightspeed simulate'), so no run is "
-    "simulated under the load; --disaggregated P:D simulates prefill and decode pools",
-}
-_NO_LOAD = (
-    "no load given: the analytic steady state only; --concurrency C or --arrival-rate R also "
-    "simulates the deployment under that load"
-)
-
-
-def not_simulated_reason(config: ServingConfig) -> str | None:
-    """Why ``plan infer`` simulates no run under the load (``None`` where it simulates one): no
-    --concurrency or --arrival-rate, or a batching the simulator does not model (static, decode)."""
-    if config.batching in _NOT_SIMULATED_BATCHING:
-        return _NOT_SIMULATED_BATCHING[config.batching]
-    return None if _load_given(config) else _NO_LOAD
-
-
-def _load_given(config: ServingConfig) -> bool:
-    return config.concurrency is not None or config.arrival_rate is not None
-
-
-def _simulated_under_load(
-    config: ServingConfig, num_requests: int, seed: int
-) -> tuple[SimulationResult, ScaledRuns | None]:
-    """The deployment simulated at the configuration's concurrency or arrival rate (continuous
-    batching: :func:`not_simulated_reason` is ``None``), with the runs that bound its latencies
-    under an arrival rate."""
-    parts = serving_parts(config, catalog=get_context().catalog(), models=get_context().models())
-    assert parts.plan is not None
-    if config.concurrency is not None:
-        arrivals = ArrivalProcess.closed(config.concurrency)
-    else:
-        arrivals = ArrivalProcess.poisson(float(config.arrival_rate or 0.0))
-    lengths = (LengthDistribution.fixed(config.input_tokens), LengthDistribution.fixed(config.output_tokens))
-    deployment = simulated_deployment(
-        model=parts.model,
-        cluster=parts.cluster,
-        plan=parts.plan,
-        efficiency=parts.efficiency,
-        serving=config.serving,
-        num_gpus=config.num_gpus,
-    )
-    workload = ServingWorkload(arrivals, *lengths, num_requests, warmup_requests=config.warmup_requests)
-    result = simulate_deployment(deployment, workload, seed=seed)
-    return result, band_under_load(deployment, workload, seed=seed)
 
 
 def infer_json(estimate: Any) -> dict[str, Any]:

@@ -12,20 +12,38 @@ from lightspeed.cli._common import get_context, given_flags, refuse_together
 from lightspeed.cli._completion import model_names
 from lightspeed.cli._config import field_options
 from lightspeed.errors import UserInputError
-from lightspeed.sol import JobConfig, ServingJob, TrainingJob
+from lightspeed.sol import JobConfig, ServingJob, TrainingJob, plan_file_kind
 from lightspeed.workload import load_model_file, spec_from_hf_config
 from lightspeed.workload import resolve_model as resolve_workload_model
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_MODEL_CONFIG_KEY = "model_config_path"
+
+
+def _remember_model_config(ctx: click.Context, _: click.Parameter, value: Path | None) -> Path | None:
+    ctx.meta[_MODEL_CONFIG_KEY] = value
+    return value
+
+
 def model_options(function: F) -> F:
-    """``--model NAME`` or ``--config PATH`` (a Hugging Face config.json or model TOML)."""
+    """``--model NAME`` or ``--model-config FILE`` (a Hugging Face config.json or model TOML), as
+    ``plan train`` takes them; ``--config`` (a plan file elsewhere) still takes a model file here,
+    with a note."""
     function = click.option(
         "--config",
         "config_path",
         type=click.Path(path_type=Path),
-        help="Hugging Face config.json or model TOML file.",
+        help="Deprecated here: use --model-config (elsewhere --config is a plan file).",
+    )(function)
+    function = click.option(
+        "--model-config",
+        _MODEL_CONFIG_KEY,
+        type=click.Path(path_type=Path),
+        expose_value=False,
+        callback=_remember_model_config,
+        help=JobConfig.settings_by_name()["model_config"].metadata["help"],
     )(function)
     return click.option(
         "--model",
@@ -69,12 +87,42 @@ expert_load_options = field_options(
 
 def resolve_model(model_name: str | None, config_path: Path | None) -> Any:
     """The model ``--model`` names (a known name or alias, or a path to a Hugging Face config.json,
-    its folder or a model TOML, as ``model show`` and ``memory`` take it), or read from ``--config``."""
-    if (model_name is None) == (config_path is None):
-        raise UserInputError("give exactly one of --model NAME or --config PATH")
+    its folder or a model TOML, as ``model show`` and ``memory`` take it), or read from
+    ``--model-config`` (or the deprecated ``--config``) FILE, a config.json or a model TOML."""
+    model_config = click.get_current_context().meta.get(_MODEL_CONFIG_KEY)
+    given = [value for value in (model_name, model_config, config_path) if value is not None]
+    if len(given) != 1:
+        raise UserInputError("give exactly one of --model NAME or --model-config FILE")
     if config_path is not None:
-        return spec_from_hf_config(config_path)
+        return _model_from_config_option(config_path)
+    if model_config is not None:
+        return model_from_file(model_config)
     return model_by_name_or_path(str(model_name))
+
+
+def _model_from_config_option(path: Path) -> Any:
+    """The model file ``--config`` names, read with a deprecation note; a plan file is refused."""
+    kind = plan_file_kind(path)
+    if kind is not None:
+        command = JobConfig.command_for(kind)
+        raise UserInputError(
+            f"--config {path}: is a {kind} file; run it with 'lightspeed {command} --config {path}', "
+            "or give this command the model with --model NAME or --model-config FILE"
+        )
+    click.echo(
+        "lightspeed: note: --config here takes a model file and is deprecated: use --model-config "
+        "FILE (--config is a plan file in plan and search)",
+        err=True,
+    )
+    return model_from_file(path)
+
+
+def model_from_file(path: Path) -> Any:
+    """The model of a model TOML (``kind = "model"``, a variant laid over a known model) or a
+    Hugging Face config.json."""
+    if path.suffix == ".toml":  # as a --model path and a plan file's model_config are read
+        return load_model_file(path, get_context().models()).spec
+    return spec_from_hf_config(path)
 
 
 def model_by_name_or_path(text: str) -> Any:
@@ -136,12 +184,7 @@ def job_model(config: JobConfig) -> Any:
     resolves it (an incomplete configuration is the same one-line error run gives)."""
     config.check_complete()
     if config.model_config is not None:
-        path = Path(config.model_config)
-        return (
-            load_model_file(path, get_context().models()).spec
-            if path.suffix == ".toml"
-            else spec_from_hf_config(path)
-        )
+        return model_from_file(Path(config.model_config))
     return model_by_name_or_path(str(config.model))
 
 

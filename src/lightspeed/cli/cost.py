@@ -135,7 +135,12 @@ def _power_records() -> Any:
 @click.option("--gpus", "num_gpus", type=GPUS, help="GPUs (nodes added as needed).")
 @click.option("--global-batch", type=SEQUENCES, help="Sequences per optimizer step.")
 @click.option("--seq", "seq_len", type=SEQ_LEN, default=4096, show_default=True)
-@click.option("--precision", type=click.Choice(TRAINING_PRECISIONS), default="bf16", show_default=True)
+@click.option(
+    "--precision",
+    type=click.Choice(TRAINING_PRECISIONS, case_sensitive=False),
+    default="bf16",
+    show_default=True,
+)
 @click.option("--tokens", "num_tokens", type=TOKENS, help="Tokens to train on (e.g. 15e12).")
 @click.option(
     "--usd-per-gpu-hour", type=USD, help="deepseek-v3: price per GPU-hour (default: prices file, else 2)."
@@ -188,7 +193,7 @@ def train_command(**options: Any) -> None:
 
 
 _SCENARIO_FIXES: Final = (
-    *("model_name", "config_path", "system_text", "num_gpus", "global_batch"),
+    *("model_name", "config_path", "model_config_path", "system_text", "num_gpus", "global_batch"),
     *("seq_len", "precision", "num_tokens", "calibration"),
 )
 

@@ -80,7 +80,7 @@ def command() -> None:
 @click.option("--seq-len", type=SEQ_LEN, help="Tokens per sequence (for model FLOPs).")
 @click.option(
     "--precision",
-    type=click.Choice(PRECISIONS),
+    type=click.Choice(PRECISIONS, case_sensitive=False),
     help="Precision whose dense peak MFU divides by (default: recorded, else bf16).",
 )
 @click.option("--num-accelerators", type=GPUS, help="Accelerators the job ran on.")

@@ -65,7 +65,7 @@ def command() -> None:
 @click.option("--device", help="Catalog device to compare with, e.g. b200 (ncu's details page names none).")
 @click.option(
     "--precision",
-    type=click.Choice(PRECISIONS),
+    type=click.Choice(PRECISIONS, case_sensitive=False),
     help="Precision of the peak (default: from ncu's instruction counts or the kernel name).",
 )
 @click.option("--include-last-step", is_flag=True, help="Count the trace's last step (HTA leaves it out).")

@@ -167,6 +167,13 @@ def _split_env_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple(Path(part) for path in paths for part in path.split(os.pathsep) if part.strip())
 
 
+# click >= 8.2 raises this usage error for a group called with no arguments (8.1 printed the help
+# and exited 0 itself, through click.exceptions.Exit)
+_NO_ARGS_IS_HELP: tuple[type[click.UsageError], ...] = tuple(
+    getattr(click.exceptions, name) for name in ("NoArgsIsHelpError",) if hasattr(click.exceptions, name)
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code (0 ok, 1 regression found, 2 bad input or output
     that cannot be written, 70 an internal error (a bug), 141 the reader of stdout gone)."""
@@ -183,10 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exit_.code != 0 and _stdout_reader_gone(stdout_before):
             return _broken_pipe()
         raise
+    except _NO_ARGS_IS_HELP as help_:
+        # a bare group (``lightspeed``, ``lightspeed plan``): its help as click prints it, laid
+        # out, with click's own exit status, not squashed into one error line
+        help_.show()
+        return int(help_.exit_code)
     except click.BadParameter as error:
         return _fail(_usage_message(error, _from_environment(error)))
     except click.UsageError as error:
-        return _fail(_usage_message(error))
+        return _fail(_usage_message(error, _synonym_suggestion(error)))
     except click.ClickException as error:
         return _fail(error.format_message())
     except click.Abort:
@@ -313,6 +325,26 @@ def plan_flag(name: str, value: int | float | str | bool) -> str:
 def _usage_message(error: click.UsageError, message: str | None = None) -> str:
     command = error.ctx.command_path if error.ctx is not None else "lightspeed"
     return f"{message or error.format_message()} (see '{command} --help')"
+
+
+# options one command names otherwise: search infer's --rate is plan infer's and simulate's
+# --arrival-rate (click's spelling suggestions would offer '--force', '--router', '--trace')
+_OPTION_SYNONYMS: dict[str, str] = {"--rate": "--arrival-rate", "--arrival-rate": "--rate"}
+
+
+def _synonym_suggestion(error: click.UsageError) -> str | None:
+    """``No such option '--rate'. Did you mean '--arrival-rate'? ...`` when the command has the
+    option under another name; ``None`` otherwise (click's own message)."""
+    if not isinstance(error, click.NoSuchOption) or error.ctx is None:
+        return None
+    synonym = _OPTION_SYNONYMS.get(error.option_name)
+    names = {name for param in error.ctx.command.params for name in param.opts}
+    if synonym is None or synonym not in names:
+        return None
+    return (
+        f"No such option {error.option_name!r}. Did you mean {synonym!r}? (this command's name for "
+        f"{error.option_name})"
+    )
 
 
 def _from_environment(error: click.BadParameter) -> str | None:

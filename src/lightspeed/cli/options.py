@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
@@ -76,6 +76,9 @@ _HAS_UNIT: Final = re.compile(r"[a-zA-Zµ%]")
 # NaN or infinity as written (any unit after it: ``nan%``, ``-inf GiB``); no finite number starts so
 _NOT_FINITE_LITERAL: Final = re.compile(r"[+-]?\s*(?:nan|snan|inf)", re.IGNORECASE)
 _COUNT_SUFFIX: Final = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12, "p": 10**15}
+# token lengths as LLM usage writes them: an "8K context" is 8,192 tokens and "128K" 131,072 (Llama 3),
+# MLPerf's and TensorRT-LLM's "ISL 1K" 1,024
+_TOKEN_LENGTH_SUFFIX: Final = {"": 1, "k": 2**10, "m": 2**20}
 # Past every bound (the largest is 2^63): an integer beyond is compared as this, never built whole
 # (Python's int() refuses a string of over 4,300 digits).
 _FAR_PAST_BOUNDS: Final = 10**30
@@ -222,7 +225,8 @@ def _bounded(message: str, text: str) -> str:
 
 
 class Integer(NumericType):
-    """A whole number, read exactly (no float in between); ``4k``/``16M`` suffixes with ``suffixes``.
+    """A whole number, read exactly (no float in between); ``4k``/``16M`` suffixes (powers of 1,000)
+    with ``suffixes``, or the suffixes of a ``multipliers`` table.
 
     >>> Integer(minimum=1, maximum=8).convert("8", None, None)
     8
@@ -231,22 +235,24 @@ class Integer(NumericType):
     name = "integer"
     kind_words = "a whole number"
 
-    def __init__(self, *, suffixes: bool = False, **bounds: Any) -> None:
+    def __init__(
+        self, *, suffixes: bool = False, multipliers: Mapping[str, int] | None = None, **bounds: Any
+    ) -> None:
         super().__init__(**bounds)
-        self.suffixes = suffixes
+        self.multipliers = dict(multipliers or (_COUNT_SUFFIX if suffixes else {"": 1}))
 
     def parse(self, text: str) -> int:
         match = _SUFFIXED.fullmatch(text)
         suffix = match.group(2).lower() if match else ""
         if _INTEGER.fullmatch(text):
             exact = _exact(text.replace("_", ""))
-        elif match is None or suffix not in _COUNT_SUFFIX or (suffix and not self.suffixes):
+        elif match is None or suffix not in self.multipliers:
             raise UserInputError(f"{excerpt(text)!r} is not a whole number")
         else:
             exact = _exact(match.group(1))
         if exact.is_infinite() or exact.adjusted() >= 30:  # far past every bound: never build it whole
             return _FAR_PAST_BOUNDS if exact > 0 else -_FAR_PAST_BOUNDS
-        exact *= _COUNT_SUFFIX[suffix]
+        exact *= self.multipliers[suffix]
         if exact != exact.to_integral_value():
             raise UserInputError(f"{excerpt(text)!r} is not a whole number")
         return int(exact)
@@ -707,9 +713,26 @@ def _limits(name: str) -> dict[str, Any]:
 GPUS: Final = Integer(**_limits("GPUS"), suffixes=True, unit="GPUs", why="50x the largest cluster built")
 NODES: Final = Integer(minimum=1, maximum=MAX_NODES, suffixes=True, unit="nodes")
 DEGREE: Final = Integer(**_limits("DEGREE"))  # tp, pp, dp, ep, cp, replicas: GPUs, stages or ways, so no unit
-SEQ_LEN: Final = Integer(
-    **_limits("SEQ_LEN"), suffixes=True, unit="tokens", why="13x the longest context offered"
-)
+
+
+class TokenLength(Integer):
+    """A sequence or request length in tokens: ``8k`` is 8,192 and ``128k`` 131,072, as context
+    lengths are written (``m`` is 1,048,576); a bare number is read as it is.
+
+    >>> TokenLength(minimum=1, maximum=2**24).convert("8k", None, None)
+    8192
+    """
+
+    name = "tokens"
+
+    def __init__(self, **bounds: Any) -> None:
+        super().__init__(multipliers=_TOKEN_LENGTH_SUFFIX, unit="tokens", **bounds)
+
+    def allowed(self) -> str:
+        return f"{super().allowed()} (8k = 8,192 tokens)"
+
+
+SEQ_LEN: Final = TokenLength(**_limits("SEQ_LEN"), why="13x the longest context offered")
 SEQUENCES: Final = Integer(**_limits("SEQUENCES"), suffixes=True, unit="sequences")
 # a token budget (plan/search train, flops, cost): whole tokens, at least one
 TOKENS: Final = WholeCount(**_limits("TOKENS"), unit="tokens", why="25,000x the largest training budget")

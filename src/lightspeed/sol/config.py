@@ -70,6 +70,13 @@ _COMMANDS: Final = {
     "serving-plan": "plan infer",
     "serving-search": "search infer",
 }
+# the configuration that reads each kind from Python (``ls.run(ServingConfig.from_file(path))``)
+_CLASSES: Final = {
+    "training-plan": "TrainingConfig",
+    "training-search": "TrainingSearchConfig",
+    "serving-plan": "ServingConfig",
+    "serving-search": "ServingSearchConfig",
+}
 C = TypeVar("C", bound="JobConfig")
 
 
@@ -212,6 +219,15 @@ class JobConfig(Record):
         """What a plan file holds: ``schema_version``, ``kind`` and every field that is set."""
         values = {key: value for key, value in self.to_dict().items() if value is not None and value != []}
         return {"schema_version": SCHEMA_VERSION, "kind": self.KIND, **values}
+
+    @staticmethod
+    def command_for(kind: str) -> str:
+        """The command that runs a plan file of ``kind`` (``"serving-plan"`` -> ``"plan infer"``).
+
+        >>> JobConfig.command_for("training-search")
+        'search train'
+        """
+        return _command_of(kind)
 
     def to_toml(self, *, command: str | None = None) -> str:
         """The configuration as a TOML plan file (``None`` fields left out: TOML has no null);
@@ -358,7 +374,12 @@ def _check_header(values: dict[str, Any], kind: str, where: str) -> None:
     found = values.pop("kind", kind)
     if found != kind:
         command = _COMMANDS.get(str(found))
-        fix = f"run it with 'lightspeed {command} --config {where}'" if command else ""
+        fix = (
+            f"run it with 'lightspeed {command} --config {where}', or from Python read it with "
+            f"{_CLASSES[str(found)]}.from_file"
+            if command
+            else ""
+        )
         raise DataFileError(Path(where), f"is a {found!r} file, not a {kind!r}", fix=fix)
 
 
@@ -375,7 +396,9 @@ class TrainingJob(JobConfig):
         None, flags=("--global-batch",), option_type="SEQUENCES", required=True,
         help="Sequences per optimizer step.",
     )  # fmt: skip
-    seq_len: int = setting(4096, flags=("--seq",), option_type="SEQ_LEN", help="Tokens per sequence.")
+    seq_len: int = setting(
+        4096, flags=("--seq",), option_type="SEQ_LEN", help="Tokens per sequence (8k = 8,192)."
+    )
     precision: str = setting("bf16", choices=TRAINING_PRECISIONS, help="Training precision.")
     num_tokens: float | None = setting(
         None, flags=("--tokens",), option_type="TOKENS",

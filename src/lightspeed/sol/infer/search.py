@@ -39,7 +39,13 @@ from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.inference_hardware import InferenceHardware, inference_hardware_for
 from lightspeed.sol.infer.memory import memory_of, smallest_fitting
-from lightspeed.sol.infer.plan import InferencePlan, PoolShape, ServingLoad, SpeculativeDecoding
+from lightspeed.sol.infer.plan import (
+    INFERENCE_PRECISIONS,
+    InferencePlan,
+    PoolShape,
+    ServingLoad,
+    SpeculativeDecoding,
+)
 from lightspeed.sol.infer.search_space import (
     MAX_PIPELINE,
     ShapeColumns,
@@ -582,6 +588,11 @@ def serving_precision(precision: str, *, model: TransformerSpec, cluster: Cluste
         LOG.info("precision released: %s (the format %s is published in)", model.release_format, model.name)
         return model.release_format
     if precision != "auto":
+        if precision not in INFERENCE_PRECISIONS:
+            raise InvalidPlanError(
+                f"precision {precision!r} is not one of {', '.join(INFERENCE_PRECISIONS)}, released (the "
+                "checkpoint's format) or auto (the narrowest the GPU computes in)"
+            )
         return precision
     chosen = auto_precision(cluster)
     LOG.info(

@@ -163,6 +163,7 @@ def raise_not_fitting(
         sharp=sharp,
         num_gpus=plan.num_gpus,
         stack=hardware.stack,
+        require_fit=False,  # the leanest plan is what the message offers, fitting or not
     )
     best = result.plans[0] if result.plans else None
     if best is None or not best.fits:

@@ -579,7 +579,7 @@ def search_training(
     max_tp: int | None = None,
     sharp: bool = False,
     num_gpus: int | None = None,
-    require_fit: bool = False,
+    require_fit: bool = True,
     expert_balance: ExpertBalance | None = None,
     stack: str | Stack | None = None,
     compare_plan: TrainingPlan | None = None,
@@ -591,8 +591,11 @@ def search_training(
     defaults); ``space`` restricts the values tried. ``compare_plan`` (its batch,
     sequence and precision are the search's) is ranked against the rest.
     ``num_gpus`` (the GPUs a user asked for; default: the whole cluster) may be part of a
-    single node only. With ``require_fit`` a search where no plan fits raises
-    :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run.
+    single node only. The defaults are ``lightspeed search train``'s: ``max_tp`` ``None`` keeps
+    tensor parallelism within the scale-up domain (NVLink; pass ``cluster.num_accelerators`` to let
+    it cross nodes), and with ``require_fit`` (default) a search where no plan fits raises
+    :class:`~lightspeed.errors.PlanDoesNotFitError` instead of ranking plans that cannot run
+    (``require_fit=False`` ranks them, fitting plans first).
     ``expert_balance`` gives each plan the expert imbalance of its EP layout (and
     its redundant experts) instead of the template's scalar. ``schedules`` ``None`` tries
     :func:`default_schedules` of the stack.
@@ -610,6 +613,7 @@ def search_training(
     profile = stack if isinstance(stack, Stack) else load_stack(stack)
     schedules = default_schedules(profile) if schedules is None else schedules
     _check_schedules(schedules)
+    max_tp = cluster.system.scale_up_domain_size if max_tp is None else max_tp
     space = space or default_space(model, num_gpus, seq_len, schedules, max_tp, stack=profile)
     template = template or TrainingPlan()
     sequence_parallel = (
