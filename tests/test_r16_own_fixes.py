@@ -4,6 +4,7 @@ docs/store.md promises (``model``, ``system`` as the catalog names it, ``plan`` 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from lightspeed.catalog import load_catalog
 from lightspeed.store import open_store
@@ -56,3 +57,22 @@ def _shipped(kind: str):  # type: ignore[no-untyped-def]
 
     module = mlperf_inference if kind == "mlperf" else benchmark_datasets
     return module._data_file()
+
+
+def test_a_row_without_tp_is_split_to_hold_its_static_batch(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Intel's Gaudi 2 table: Llama 2 70B in FP8 on 2 HPUs (96 GB each) at a static batch of 1,750 of
+    128/128 tokens. One HPU holds the 70.6 GB of weights and ~9 GiB of KV cache: 236 requests of 256
+    tokens at 160 KiB a token (40 MiB each), not the 875 a replica of TP 1 x 2 would hold. At TP 2 each
+    HPU keeps 35 GB of weights and 20 MiB a request: 1,750 x 20 MiB = 34 GiB fits. The layout is sized
+    for the batch the run held, as an operator sizes it (the row was refused as 3.7x over at TP 1)."""
+    source = Path(__file__).resolve().parent / "data" / "validation" / "probe-serving.tsv"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if line.startswith("P07\t"))
+    table = tmp_path / "p07.tsv"
+    table.write_text(f"{lines[0]}\n{row}\n", encoding="utf-8")
+    result = run_cli("validate", str(table), "--json")
+    assert result.code == 0, result.err
+    (predicted,) = json.loads(result.out)["rows"]
+    assert predicted["status"] == "ok"
+    assert (predicted["plan"]["tp"], predicted["plan"]["replicas"]) == (2, 1)
+    assert any("static batch of 1750" in line for line in predicted["assumptions"])

@@ -40,9 +40,11 @@ READ_BY_HAND = {
     # AMD: TP 8, "Input 128, Output 2048", requests at an infinite rate: the server at its most load
     "P05": (8, 1, 128, 2048, None, "continuous", "output_tokens_per_s", 13_212.5),
     "P06": (8, 1, 128, 2048, 1, "static", "request_latency_s", 15.882),
-    # Gaudi 2: "Batch Size 1,750", "# HPU 2", no TP cell: 70B in fp8 (~71 GB) fits one 96 GB Gaudi 2,
-    # so two replicas of TP 1 in an HLS-2 box
-    "P07": (1, 2, 128, 128, 1750, "static", "output_tokens_per_s", 2_844.0),
+    # Gaudi 2: "Batch Size 1,750", "# HPU 2", no TP cell: 70B in fp8 (~71 GB) fits one 96 GB Gaudi 2
+    # but leaves ~9 GiB, 236 requests of 256 tokens at 40 MiB (160 KiB a token), not the 875 a replica
+    # of TP 1 x 2 would hold (3.7x); TP 2 keeps 35 GB of weights and 20 MiB a request on each: one TP 2
+    # instance holds the batch
+    "P07": (2, 1, 128, 128, 1750, "static", "output_tokens_per_s", 2_844.0),
     # Gaudi: "Input Length 128, Output Length 2,048", "Batch Size 120" on one HPU
     "P08": (1, 1, 128, 2048, 120, "static", "output_tokens_per_s", 11_294.0),
     # 70B in fp8 is ~71 GB and a Gaudi 3 holds 128 GB: one per replica, the batch of 600 over all 8

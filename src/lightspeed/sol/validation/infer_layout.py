@@ -621,6 +621,7 @@ def unstated_tp(
     load: ServingLoad,
     simulation: RowSimulation | None,
     num_gpus: int,
+    static_batch: float | None = None,
 ) -> UnstatedSplit:
     """The split of a row whose cells state no TP: an MLPerf row's most productive layout
     (:func:`mlperf_split`; DEP only where no cell states a degree), a row saying it ran one
@@ -647,7 +648,15 @@ def unstated_tp(
         return UnstatedSplit(tp=one_tp, note=note)
     if not stated.splits:
         across = "tp" if _SGLANG.search(row.described()) else "pp"
-        split = fitting_split(model, cluster, precision.format, load, num_gpus=num_gpus, across=across)
+        split = fitting_split(
+            model,
+            cluster,
+            precision.format,
+            load,
+            num_gpus=num_gpus,
+            across=across,
+            static_batch=static_batch,
+        )
         if split is None:
             # no split holds it: a deployment at TP 1 would only fail later, naming a TP the row never ran
             raise RowError(

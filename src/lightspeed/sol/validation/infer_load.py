@@ -52,8 +52,9 @@ from lightspeed.records import JsonDict, Record
 from lightspeed.sol.core.efficiency import EfficiencyModel
 from lightspeed.sol.core.serving_stacks import ServingStack
 from lightspeed.sol.core.uncertainty import Band
-from lightspeed.sol.infer.estimate import deployment_memory
+from lightspeed.sol.infer.estimate import deployment_memory, deployments_of
 from lightspeed.sol.infer.inference_hardware import inference_hardware_for
+from lightspeed.sol.infer.memory import memory_of
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.serve.capacity_at_slo import max_rate_at_slo, steady_state_rates, steady_state_workload
 from lightspeed.sol.serve.deployment import SimulatedDeployment, simulated_deployment
@@ -488,6 +489,15 @@ def mlperf_split(
     return MlperfLayout(tp, 1, f"{note} of {len(rates)} TP splits, over DEP{groups} {weighed}")
 
 
+# How far over what the KV cache holds a stated static batch is still predicted (at what it holds,
+# flagged): the KV capacity rests on shares the run may set otherwise (the runtime's share of free
+# memory, 0.9 by default in TensorRT-LLM and vLLM and raised to 0.95-0.98 by tuned runs; the
+# workspace and reserve estimates), worth tens of percent of it. Past 1.5x no such setting holds the
+# batch: the row's GPUs, precision or lengths must differ from what was read, and a figure at the
+# cap would be another run's, so the row is refused.
+MAX_STATIC_BATCH_OVER_KV: Final = 1.5
+
+
 def fitting_split(
     model: TransformerSpec,
     cluster: Cluster,
@@ -496,6 +506,7 @@ def fitting_split(
     *,
     num_gpus: int | None = None,
     across: str = "pp",
+    static_batch: float | None = None,
 ) -> tuple[int, int, str] | None:
     """(TP, PP, note) of a row that names no TP, EP or attention DP: the smallest TP (a power of two
     inside the scale-up domain, dividing the row's ``num_gpus``, default all of ``cluster``'s) whose
@@ -504,7 +515,10 @@ def fitting_split(
     domain holds it, the domain's TP times the fewest pipeline stages across domains that do
     (DeepSeek-R1 in FP8 on two 8-GPU H100 nodes: TP 8 x PP 2, as vLLM's multi-node guide runs it),
     or with ``across="tp"`` the fewest domains in one TP group (TP 16: SGLang's ``--tp 16 --nnodes
-    2``). ``None`` when no split does."""
+    2``). A row's ``static_batch`` (over all its GPUs) is held if any of those splits holds it, each
+    replica its share (within :data:`MAX_STATIC_BATCH_OVER_KV` of what its KV cache holds), as an
+    operator sizes for the batch it runs (Llama 2 70B in FP8 with a batch of 1,750 on two Gaudi 2: TP 2,
+    where TP 1 x 2 holds 236 of its 875 a replica). ``None`` when no split holds one request."""
     gpus = num_gpus or cluster.num_accelerators
     one_request = ServingLoad(load.input_tokens, load.output_tokens)
     holds = f"{model.name} in {precision} and a request of the row's lengths"
@@ -514,6 +528,16 @@ def fitting_split(
         splits += [(domain * nodes, 1) for nodes in (2, 4, 8, 16) if not gpus % (domain * nodes)]
     else:
         splits += [(domain, pp) for pp in (2, 4, 8, 16) if not gpus % (domain * pp)]
+    if static_batch:
+        for tp, pp in splits:
+            plan = InferencePlan(tp=tp, pp=pp, replicas=gpus // (tp * pp), precision=precision)
+            share = math.ceil(static_batch / plan.replicas)
+            hardware = inference_hardware_for(cluster, plan, None, None, model=model)
+            memory = memory_of(model, hardware, deployments_of(plan, 1.0), one_request, 0.0)
+            # the KV cache holds the share, or so nearly that the row is predicted at what it holds
+            if bool(memory.fits[0]) and float(memory.kv_sequences[0]) * MAX_STATIC_BATCH_OVER_KV >= share:
+                held = f"{model.name} in {precision} and the row's static batch of {static_batch:g}"
+                return tp, pp, _split_note(tp, pp, domain, plan.replicas, f"{held} ({share} a replica)")
     for tp, pp in splits:
         plan = InferencePlan(tp=tp, pp=pp, replicas=gpus // (tp * pp), precision=precision)
         hardware = inference_hardware_for(cluster, plan, None, None, model=model)

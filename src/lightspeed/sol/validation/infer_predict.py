@@ -28,6 +28,7 @@ from lightspeed.sol.infer.estimate import InferenceEstimate, estimate_inference
 from lightspeed.sol.infer.plan import InferencePlan, ServingLoad
 from lightspeed.sol.validation.hardware_text import cluster_of
 from lightspeed.sol.validation.infer_load import (
+    MAX_STATIC_BATCH_OVER_KV,
     RowSimulation,
     load_simulation,
     reading_percentile,
@@ -254,13 +255,6 @@ def _analytic(
 
 # The row reader's line for a static batch (infer_rows: ``static batch of 192``)
 _STATIC_BATCH_LINE: Final = re.compile(r"static batch of \d")
-# How far over what the KV cache holds a stated static batch is still predicted (at what it holds,
-# flagged): the KV capacity rests on shares the run may set otherwise (the runtime's share of free
-# memory, 0.9 by default in TensorRT-LLM and vLLM and raised to 0.95-0.98 by tuned runs; the
-# workspace and reserve estimates), worth tens of percent of it. Past 1.5x no such setting holds the
-# batch: the row's GPUs, precision or lengths must differ from what was read, and a figure at the
-# cap would be another run's, so the row is refused.
-MAX_STATIC_BATCH_OVER_KV: Final = 1.5
 
 
 def _static_batch_cap(setup: InferenceRowSetup, estimate: InferenceEstimate) -> tuple[int, str, str] | None:

@@ -655,6 +655,7 @@ def read_inference_row(row: PublishedRow, catalog: Catalog, registry: ModelRegis
         load=load,
         simulation=simulation,
         num_gpus=num_gpus,
+        static_batch=load.concurrency if batching == "static" else None,
     )
     if split.pp is not None:  # no scale-up domain holds the model: pipelined across domains
         stated = stated._replace(pp=split.pp)
