@@ -394,7 +394,9 @@ def _memory_and_stage(
     memory = training_memory(grid, model, shapes, hardware, seq_len, params=params, layers=layers)
     recompute = memory.recompute_fraction
     stage, flop, split = _stage(grid, model, shapes, hardware, seq_len=seq_len, recompute=recompute)
-    if np.any(split.last < np.ceil(model.num_layers / grid.pp)):
+    # fewer layers on the last stage only shrink it: where it was not the peak with ceil(L/pp) the
+    # recount cannot change the answer, so it runs only where it can
+    if np.any(memory.peak_on_last_stage & (split.last < np.ceil(model.num_layers / grid.pp))):
         memory = training_memory(
             grid,
             model,
