@@ -76,3 +76,20 @@ def test_a_row_without_tp_is_split_to_hold_its_static_batch(run_cli, tmp_path) -
     assert predicted["status"] == "ok"
     assert (predicted["plan"]["tp"], predicted["plan"]["replicas"]) == (2, 1)
     assert any("static batch of 1750" in line for line in predicted["assumptions"])
+
+
+def test_gpus_before_their_part_with_nodes_after_keep_the_node_shape() -> None:
+    """'4x H100, 2 nodes' is 8 GPUs as four in each of two DGX H100 (their traffic crosses the nodes'
+    NICs), as '2 nodes of 4x H100' is; '2x DGX H100, 2 nodes' counts systems, the system's own nodes."""
+    from lightspeed.catalog import load_catalog
+    from lightspeed.sol.validation.hardware_text import cluster_of, read_hardware
+
+    catalog = load_catalog()
+    hardware, _ = read_hardware(catalog, "4x H100, 2 nodes")
+    cluster, notes = cluster_of(catalog, hardware, 8)
+    assert (cluster.num_nodes, cluster.system.num_accelerators) == (2, 4)
+    assert notes[0] == "2 x dgx-h100 (4 GPUs used in each)"
+    whole, _ = read_hardware(catalog, "2x DGX H100, 2 nodes")
+    assert whole.gpus_per_node is None
+    one_node, _ = read_hardware(catalog, "8x H100, 1 node")
+    assert one_node.gpus_per_node is None

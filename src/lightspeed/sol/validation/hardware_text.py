@@ -514,20 +514,36 @@ def read_hardware(catalog: Catalog, text: str) -> tuple[HardwareSpec, str]:
         part.name if part is not None else None,
         nics_per_node=network.nics_per_node,
         nics_per_gpu=network.nics_per_gpu,
-        gpus_per_node=_node_shape(system, text),
+        gpus_per_node=_node_shape(catalog, system, text),
         network_text=network.text or None,
     ), span
 
 
-def _node_shape(system: System, text: str) -> int | None:
+def _node_shape(catalog: Catalog, system: System, text: str) -> int | None:
     """The GPUs per node a cell writes as nodes times GPUs (:func:`_nodes_times_gpus`: ``2 nodes of
-    4x H100`` is 4) where a node of ``system`` holds more (the job used part of each); ``None``
-    otherwise (the system's own nodes)."""
-    product = _nodes_times_gpus(text)
-    if product is None or system.system_type != "node":
+    4x H100`` is 4) or as GPUs before their part with the nodes after (``4x H100, 2 nodes``: 4 a
+    node, :func:`_times_nodes_after`) where a node of ``system`` holds more (the job used part of
+    each); ``None`` otherwise (the system's own nodes)."""
+    if system.system_type != "node":
         return None
-    _, per_node, _ = product
+    product = _nodes_times_gpus(text)
+    per_node = product[1] if product is not None else _gpus_before_nodes(catalog, text)
+    if per_node is None:
+        return None
     return per_node if 1 <= per_node < system.num_accelerators else None
+
+
+def _gpus_before_nodes(catalog: Catalog, text: str) -> int | None:
+    """The GPUs a cell counts before its part when it counts more than one node after them
+    (``4x H100, 2 nodes``: 4); ``None`` where the count is of systems or no nodes follow."""
+    match = _COUNT_BEFORE_PART.search(text)
+    if match is None:
+        return None
+    nodes = _NODES_COUNTED.search(text, match.end())
+    if nodes is None or int(nodes.group(1).replace(",", "")) < 2:
+        return None
+    _, _, counts_systems = _count_before_part(catalog, text, match)
+    return None if counts_systems else int(match.group(1))
 
 
 def _named_part(catalog: Catalog, system: System, text: str, memory_gb: float) -> Accelerator | None:
