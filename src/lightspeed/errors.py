@@ -296,6 +296,25 @@ def closest_names(name: str, known: Iterable[str], limit: int = 5) -> list[str]:
     return [by_lower[key] for key in ordered]
 
 
+# how many spellings are ranked before each record keeps its best (five are shown)
+_RANKED_SPELLINGS: Final = 40
+
+
+def closest_once(name: str, owners: Mapping[str, str]) -> list[str]:
+    """The spellings (names and aliases, keys of ``owners``) closest to ``name``, best first, each
+    record (``owners``' value) once by its best ranked spelling, so that they keep their order when
+    ranked again (:class:`UnknownNameError` ranks what it is given); ``[]`` when none is close.
+
+    >>> closest_once("llama-70b", {"llama2-70b": "llama-2-70b", "llama-2-70b": "llama-2-70b"})
+    ['llama2-70b']
+    """
+    lowered = {spelling.lower(): record for spelling, record in owners.items()}
+    best: dict[str, str] = {}  # record -> its best ranked spelling, in rank order
+    for found in closest_names(name, list(owners), limit=_RANKED_SPELLINGS):
+        best.setdefault(lowered[found.lower()], found)
+    return list(best.values())
+
+
 def first_line(error: BaseException) -> str:
     """The first line of ``error``'s message (a library's error can run to pages), else its type.
 

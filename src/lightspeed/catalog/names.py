@@ -42,7 +42,7 @@ from typing import Final
 from lightspeed.catalog.parse import Named, find_record
 from lightspeed.catalog.records import Accelerator, System
 from lightspeed.datafile import normalize_name
-from lightspeed.errors import UnknownNameError, closest_names
+from lightspeed.errors import UnknownNameError, closest_once
 
 LEADING_WORDS: Final = frozenset({"nvidia", "amd", "instinct", "intel", "habana", "google", "cloud"})
 DROPPED_WORDS: Final = frozenset(
@@ -188,15 +188,11 @@ def memory_mismatches(known: Mapping[str, Named], name: str) -> list[Named]:
     return near
 
 
-# how many names and aliases are ranked before each record keeps its best (five are shown)
-_RANKED_NAMES: Final = 40
-
-
 def closest_records(known: Mapping[str, Named], name: str, every: list[str]) -> list[str]:
     """The names of ``every`` closest to ``name``, best first, each record once: by the best
-    ranked of its name and aliases (``2xdgx-h10`` suggests ``dgx-h100``, not again ``dgxh100``),
-    so that the suggestions keep their order when ranked again; every canonical name when none is
-    close (a name not of ``known`` stands for itself).
+    ranked of its name and aliases (``2xdgx-h10`` suggests ``dgx-h100``, not again ``dgxh100``:
+    :func:`~lightspeed.errors.closest_once`); every canonical name when none is close (a name not
+    of ``known`` stands for itself).
 
     >>> from lightspeed.catalog import load_catalog
     >>> links = load_catalog().links
@@ -204,23 +200,18 @@ def closest_records(known: Mapping[str, Named], name: str, every: list[str]) -> 
     >>> closest_records(links, "ib-nrd", every)[:2]
     ['ib-ndr', 'ib-xdr']
     """
-    owner = {spelling.lower(): canonical for canonical, spelling in _spellings(known)}
-    ranked = closest_names(name, every, limit=_RANKED_NAMES)
-    if not ranked:
-        return list(dict.fromkeys(owner.get(found.lower(), found) for found in every))
-    best: dict[str, str] = {}  # record -> its best ranked spelling, in rank order
-    for found in ranked:
-        best.setdefault(owner.get(found.lower(), found), found)
-    return list(best.values())
+    canonical = dict(_spellings(known))
+    owners = {spelling: canonical.get(spelling.lower(), spelling) for spelling in every}
+    return closest_once(name, owners) or list(dict.fromkeys(owners.values()))
 
 
 def _spellings(known: Mapping[str, Named]) -> list[tuple[str, str]]:
-    """(canonical name, name or alias) of every record of ``known``."""
+    """(name or alias in lower case, canonical name) of every record of ``known``."""
     return [pair for record in known.values() for pair in _record_spellings(record)]
 
 
 def _record_spellings(record: Named) -> list[tuple[str, str]]:
-    return [(record.name, spelling) for spelling in (record.name, *record.aliases)]
+    return [(spelling.lower(), record.name) for spelling in (record.name, *record.aliases)]
 
 
 def unknown_name_error(

@@ -50,7 +50,7 @@ from lightspeed.datafile import (
     merge_tables,
     normalize_name,
 )
-from lightspeed.errors import DataFileError, UnknownNameError, UserInputError, closest_names
+from lightspeed.errors import DataFileError, UnknownNameError, UserInputError, closest_once
 from lightspeed.paths import package_data
 from lightspeed.records import JsonObject, Record
 from lightspeed.workload.model_file import (
@@ -286,23 +286,18 @@ class ModelRegistry:
         ranked spelling (``llama-70b`` suggests ``llama2-70b`` and not again ``llama-2-70b``, the
         same model), so that they keep their order when ranked again; every model's name when none
         is close."""
-        owner = {
-            spelling.lower(): entry.spec.name
+        owners = {
+            spelling: entry.spec.name
             for entry in self.entries.values()
             for spelling in (entry.spec.name, *entry.spec.aliases)
         }
-        best: dict[str, str] = {}  # model -> its best ranked spelling, in rank order
-        for found in closest_names(name, list(owner), limit=_RANKED_NAMES):
-            best.setdefault(owner[found.lower()], found)
-        return list(best.values()) or list(self.entries)
+        return closest_once(name, owners) or list(self.entries)
 
     def get(self, name: str) -> TransformerSpec:
         """The architecture of the model called ``name``."""
         return self.entry(name).spec
 
 
-# how many names and aliases are ranked before each model keeps its best (five are shown)
-_RANKED_NAMES: Final = 40
 _TUNE_SUFFIXES: Final = ("-instruct", "-chat", "-it", "-base", "-hf", "-pt")
 
 
