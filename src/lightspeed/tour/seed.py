@@ -221,9 +221,9 @@ def _comm_share(estimate: TrainingEstimate) -> float:
     )
 
 
-def _memory_of_a_run(estimate: TrainingEstimate) -> str:
-    """The memory of a plan that is known to have run: the engine's figure beside the usable, and
-    how far over it is where the engine does not fit what did run (its error, said plainly)."""
+def _deepseek_memory(estimate: TrainingEstimate) -> str:
+    """The memory of DeepSeek-V3's plan, which ran: the engine's figure beside the usable, and how
+    far over it is where the engine does not fit what did run (its error, said plainly)."""
     needed, usable = estimate.memory_per_gpu_bytes, estimate.usable_memory_bytes
     figures = f"{format_memory(needed)} a GPU of {format_memory(usable)} usable"
     if estimate.fits:
@@ -247,7 +247,7 @@ def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
         f"{estimate.system}, PP16 DualPipe, EP64, FP8: step {format_duration(estimate.step_time_s)}, "
         f"MFU {format_percent(estimate.mfu)}, exposed communication {format_percent(_comm_share(estimate))}",
         f"14.8T tokens: {hours / 1e6:.2f}M GPU-hours predicted vs 2.664M published "
-        f"({verdict(hours, DEEPSEEK_PRETRAIN_GPU_HOURS)}); memory {_memory_of_a_run(estimate)}",
+        f"({verdict(hours, DEEPSEEK_PRETRAIN_GPU_HOURS)}); memory {_deepseek_memory(estimate)}",
         f"bound: {estimate.bound}",
     )
     record = NewRecord(
