@@ -235,10 +235,6 @@ def _deepseek_memory(estimate: TrainingEstimate) -> str:
     )
 
 
-def _fits(estimate: TrainingEstimate) -> str:
-    return "fits" if estimate.fits else "does NOT fit (per the engine's memory model)"
-
-
 def deepseek_v3_on_h800(catalog: Catalog, models: ModelRegistry) -> Scenario:
     """Seed claim 2: DeepSeek-V3 pre-training on 2,048 H800 with DualPipe and EP."""
     estimate = deepseek_v3_training(catalog, models)
